@@ -1,0 +1,15 @@
+# Multi-stage build: a static binary on an empty base, running as a non-root user, no shell.
+FROM rust:1.95-bookworm AS build
+RUN rustup target add x86_64-unknown-linux-musl && apt-get update && apt-get install -y --no-install-recommends musl-tools && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY Cargo.toml Cargo.lock ./
+COPY tests/cluster/Cargo.toml tests/cluster/Cargo.toml
+COPY src src
+COPY tests/cluster/src tests/cluster/src
+RUN cargo build --release --locked --bin kuota --target x86_64-unknown-linux-musl
+
+FROM scratch
+COPY --from=build /src/target/x86_64-unknown-linux-musl/release/kuota /kuota
+USER 65532:65532
+ENTRYPOINT ["/kuota"]
+CMD ["serve"]

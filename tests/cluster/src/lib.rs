@@ -1,0 +1,626 @@
+//! A real Kubernetes control plane for Kuota's tests and local runs: etcd, kube-apiserver,
+//! kube-controller-manager, kube-scheduler and kwok (fake nodes that run pods), all compiled
+//! from pinned Go modules by `build.sh` and started as ordinary processes on loopback ports.
+//!
+//! Tests use [`TestCluster::shared`] (one control plane per test binary) and a fresh
+//! [`TestNamespace`] each; `kuota-cluster up` uses [`ControlPlane::start`] directly.
+#![forbid(unsafe_code)]
+
+mod pki;
+mod process;
+
+use std::{
+    future::Future,
+    net::TcpStream,
+    path::{Path, PathBuf},
+    process::Command,
+    sync::atomic::{AtomicU32, Ordering},
+    time::{Duration, Instant},
+};
+
+use k8s_openapi::{
+    api::{
+        admissionregistration::v1::{
+            MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
+        },
+        core::v1::{Namespace, Node},
+    },
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    ByteString,
+};
+use kube::{
+    Api, Client, Resource, ResourceExt,
+    api::{DeleteParams, Patch, PatchParams, PostParams},
+    config::{KubeConfigOptions, Kubeconfig},
+};
+use serde::Deserialize as _;
+use serde_json::json;
+
+pub use process::{Supervised, free_port};
+
+/// Everything that can go wrong while building or running the control plane.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("certificate: {0}")]
+    Certificate(#[from] rcgen::Error),
+    #[error("kubernetes: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("kubeconfig: {0}")]
+    Kubeconfig(#[from] kube::config::KubeconfigError),
+    #[error("json: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("yaml: {0}")]
+    Yaml(#[from] serde_yaml::Error),
+    #[error("building the control plane failed (tests/cluster/build.sh): {0}")]
+    Build(String),
+    #[error("{component} did not become ready within {seconds}s; last log lines:\n{log}")]
+    NotReady {
+        component: String,
+        seconds: u64,
+        log: String,
+    },
+    #[error("timed out after {0:?} waiting for {1}")]
+    Timeout(Duration, String),
+}
+
+/// A fake node managed by kwok, with labels that ResourceFlavors can target.
+#[derive(Clone, Debug)]
+pub struct FakeNode {
+    pub name: &'static str,
+    pub labels: &'static [(&'static str, &'static str)],
+    /// Extra allocatable resources besides kwok's defaults (cpu 1k, memory 1Ti, pods 1M).
+    pub extended: &'static [(&'static str, &'static str)],
+}
+
+/// The nodes every control plane starts with: two CPU pools and a GPU pool.
+pub const NODES: &[FakeNode] = &[
+    FakeNode {
+        name: "kwok-on-demand-0",
+        labels: &[("instance-type", "on-demand")],
+        extended: &[],
+    },
+    FakeNode {
+        name: "kwok-spot-0",
+        labels: &[("instance-type", "spot")],
+        extended: &[],
+    },
+    FakeNode {
+        name: "kwok-gpu-0",
+        labels: &[("instance-type", "gpu"), ("nvidia.com/gpu.present", "true")],
+        extended: &[("nvidia.com/gpu", "8")],
+    },
+];
+
+/// A running control plane.
+#[derive(Debug)]
+pub struct ControlPlane {
+    dir: PathBuf,
+    bin: PathBuf,
+    server: String,
+    kubeconfig: PathBuf,
+    components: Vec<process::Supervised>,
+}
+
+/// Builds the control plane binaries if the pins changed and returns their directory.
+///
+/// `KUOTA_CONTROL_PLANE_BIN` may point at an already built directory.
+pub fn build() -> Result<PathBuf, Error> {
+    if let Some(dir) = std::env::var_os("KUOTA_CONTROL_PLANE_BIN") {
+        return Ok(PathBuf::from(dir));
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("build.sh");
+    let output = Command::new("bash")
+        .arg(&script)
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(Error::Build(format!(
+            "{} exited with {}",
+            script.display(),
+            output.status
+        )));
+    }
+    let dir = stdout.lines().last().unwrap_or_default().trim();
+    Ok(PathBuf::from(dir))
+}
+
+impl ControlPlane {
+    /// Builds (cached) and starts a control plane whose state lives in `dir`.
+    pub async fn start(dir: &Path) -> Result<Self, Error> {
+        let bin = build()?;
+        std::fs::create_dir_all(dir)?;
+        let dir = dir.canonicalize()?;
+        let pki = pki::write(&dir.join("pki"))?;
+        let (etcd_port, peer_port, api_port, scheduler_port) =
+            (free_port()?, free_port()?, free_port()?, free_port()?);
+        let server = format!("https://127.0.0.1:{api_port}");
+        let kubeconfig = dir.join("kubeconfig");
+        std::fs::write(&kubeconfig, pki::kubeconfig(&pki, &server)?)?;
+
+        let mut plane = Self {
+            dir: dir.clone(),
+            bin: bin.clone(),
+            server,
+            kubeconfig: kubeconfig.clone(),
+            components: Vec::new(),
+        };
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let peer_url = format!("http://127.0.0.1:{peer_port}");
+        plane.spawn(
+            "etcd",
+            &[
+                "--name=kuota".into(),
+                format!("--data-dir={}", dir.join("etcd").display()),
+                format!("--listen-client-urls={etcd_url}"),
+                format!("--advertise-client-urls={etcd_url}"),
+                format!("--listen-peer-urls={peer_url}"),
+                format!("--initial-advertise-peer-urls={peer_url}"),
+                format!("--initial-cluster=kuota={peer_url}"),
+                "--unsafe-no-fsync=true".into(),
+                "--log-level=warn".into(),
+            ],
+        )?;
+        plane
+            .wait_ready("etcd", Duration::from_secs(60), || async move {
+                http_get_ok(etcd_port, "/health")
+            })
+            .await?;
+
+        let p = |path: &Path| path.display().to_string();
+        plane.spawn(
+            "kube-apiserver",
+            &[
+                format!("--etcd-servers={etcd_url}"),
+                format!("--secure-port={api_port}"),
+                "--bind-address=127.0.0.1".into(),
+                "--advertise-address=127.0.0.1".into(),
+                "--endpoint-reconciler-type=none".into(),
+                format!("--cert-dir={}", dir.join("pki").display()),
+                format!("--tls-cert-file={}", p(&pki.serving_cert)),
+                format!("--tls-private-key-file={}", p(&pki.serving_key)),
+                format!("--client-ca-file={}", p(&pki.ca_cert)),
+                format!("--service-account-key-file={}", p(&pki.sa_public_key)),
+                format!("--service-account-signing-key-file={}", p(&pki.sa_private_key)),
+                format!("--service-account-issuer=https://127.0.0.1:{api_port}/"),
+                "--service-cluster-ip-range=10.96.0.0/16".into(),
+                "--authorization-mode=RBAC".into(),
+                "--disable-admission-plugins=ServiceAccount".into(),
+                "--allow-privileged=true".into(),
+                "--profiling=false".into(),
+            ],
+        )?;
+        let client = plane.client().await?;
+        plane
+            .wait_ready("kube-apiserver", Duration::from_secs(120), || {
+                let client = client.clone();
+                async move { api_ready(&client).await }
+            })
+            .await?;
+
+        let kc = format!("--kubeconfig={}", kubeconfig.display());
+        plane.spawn(
+            "kube-controller-manager",
+            &[
+                kc.clone(),
+                "--leader-elect=false".into(),
+                "--controllers=job-controller,garbage-collector-controller,namespace-controller,ttl-after-finished-controller".into(),
+                "--bind-address=127.0.0.1".into(),
+                "--secure-port=0".into(),
+                "--concurrent-job-syncs=10".into(),
+            ],
+        )?;
+        plane.spawn(
+            "kube-scheduler",
+            &[
+                kc.clone(),
+                "--leader-elect=false".into(),
+                "--bind-address=127.0.0.1".into(),
+                format!("--secure-port={scheduler_port}"),
+            ],
+        )?;
+        let stages = write_kwok_stages(&bin, &dir)?;
+        plane.spawn(
+            "kwok",
+            &[
+                kc,
+                "--manage-all-nodes=true".into(),
+                format!("--config={}", stages.display()),
+                "--cidr=10.244.0.0/16".into(),
+                "--node-ip=10.0.0.1".into(),
+            ],
+        )?;
+        create_nodes(&client, NODES).await?;
+        let nodes: Api<Node> = Api::all(client.clone());
+        plane
+            .wait_ready("kwok", Duration::from_secs(60), || {
+                let nodes = nodes.clone();
+                async move {
+                    let Ok(list) = nodes.list(&Default::default()).await else {
+                        return false;
+                    };
+                    list.items.len() == NODES.len() && list.items.iter().all(node_is_ready)
+                }
+            })
+            .await?;
+        Ok(plane)
+    }
+
+    fn spawn(&mut self, component: &str, args: &[String]) -> Result<(), Error> {
+        let log = self.dir.join(format!("{component}.log"));
+        let child = process::Supervised::spawn(component, &self.bin.join(component), args, &log)?;
+        self.components.push(child);
+        Ok(())
+    }
+
+    async fn wait_ready<F, Fut>(
+        &mut self,
+        component: &str,
+        timeout: Duration,
+        mut probe: F,
+    ) -> Result<(), Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = bool>,
+    {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if probe().await {
+                return Ok(());
+            }
+            let exited = self
+                .components
+                .iter_mut()
+                .find(|c| c.name == component)
+                .is_some_and(|c| !c.is_running());
+            if exited || Instant::now() > deadline {
+                let log = self
+                    .components
+                    .iter()
+                    .find(|c| c.name == component)
+                    .map(|c| c.log_tail(30))
+                    .unwrap_or_default();
+                return Err(Error::NotReady {
+                    component: component.to_string(),
+                    seconds: timeout.as_secs(),
+                    log,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The apiserver URL, e.g. `https://127.0.0.1:41234`.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// A kubeconfig file for the admin user (`system:masters`).
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The directory holding state and component logs.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A new client; create one per test, since a client is bound to the runtime that made it.
+    pub async fn client(&self) -> Result<Client, Error> {
+        client_for(&self.kubeconfig).await
+    }
+
+    /// A `kubectl` command (the one built with the control plane) pointed at this cluster.
+    pub fn kubectl(&self) -> Command {
+        kubectl_command(&self.bin, &self.kubeconfig)
+    }
+
+    /// Server-side applies CRDs and waits until each is Established.
+    pub async fn install_crds(&self, crds: &[CustomResourceDefinition]) -> Result<(), Error> {
+        let client = self.client().await?;
+        let api: Api<CustomResourceDefinition> = Api::all(client);
+        let params = PatchParams::apply("kuota-test").force();
+        for crd in crds {
+            api.patch(&crd.name_any(), &params, &Patch::Apply(crd))
+                .await?;
+        }
+        for crd in crds {
+            let name = crd.name_any();
+            let api = api.clone();
+            eventually(Duration::from_secs(30), &format!("CRD {name} established"), || {
+                let api = api.clone();
+                let name = name.clone();
+                async move {
+                    api.get(&name).await.ok().is_some_and(|crd| {
+                        crd.status
+                            .and_then(|s| s.conditions)
+                            .unwrap_or_default()
+                            .iter()
+                            .any(|c| c.type_ == "Established" && c.status == "True")
+                    })
+                }
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Reads CRDs from YAML files (one or more documents each) and installs them.
+    pub async fn install_crd_files(&self, paths: &[PathBuf]) -> Result<(), Error> {
+        let mut crds = Vec::new();
+        for path in paths {
+            let text = std::fs::read_to_string(path)?;
+            for doc in serde_yaml::Deserializer::from_str(&text) {
+                let value = serde_yaml::Value::deserialize(doc)?;
+                if !value.is_null() {
+                    crds.push(serde_yaml::from_value(value)?);
+                }
+            }
+        }
+        self.install_crds(&crds).await
+    }
+
+    /// Registers webhook configurations (server-side apply, so re-registering is fine).
+    pub async fn register_webhooks(
+        &self,
+        mutating: Option<&MutatingWebhookConfiguration>,
+        validating: Option<&ValidatingWebhookConfiguration>,
+    ) -> Result<(), Error> {
+        let client = self.client().await?;
+        let params = PatchParams::apply("kuota-test").force();
+        if let Some(config) = mutating {
+            let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+            api.patch(&config.name_any(), &params, &Patch::Apply(config))
+                .await?;
+        }
+        if let Some(config) = validating {
+            let api: Api<ValidatingWebhookConfiguration> = Api::all(client);
+            api.patch(&config.name_any(), &params, &Patch::Apply(config))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Stops every component, newest first, and removes the state directory.
+    pub fn stop(mut self) {
+        while let Some(component) = self.components.pop() {
+            component.stop(Duration::from_secs(10));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A webhook client config that reaches a server on this machine by URL.
+pub fn webhook_client(url: &str, ca_pem: &[u8]) -> WebhookClientConfig {
+    WebhookClientConfig {
+        url: Some(url.to_string()),
+        ca_bundle: Some(ByteString(ca_pem.to_vec())),
+        service: None,
+    }
+}
+
+/// One control plane per test binary, started on first use.
+pub struct TestCluster {
+    plane: ControlPlane,
+}
+
+static SHARED: tokio::sync::OnceCell<TestCluster> = tokio::sync::OnceCell::const_new();
+static NAMESPACE_SEQ: AtomicU32 = AtomicU32::new(0);
+
+impl TestCluster {
+    /// The control plane of this test binary; the first call builds (cached) and starts it.
+    ///
+    /// Panics with the reason when it cannot start: a missing toolchain must fail loudly, never skip.
+    pub async fn shared() -> &'static TestCluster {
+        SHARED
+            .get_or_init(|| async {
+                let dir = std::env::temp_dir().join(format!("kuota-cluster-{}", std::process::id()));
+                let plane = match ControlPlane::start(&dir).await {
+                    Ok(plane) => plane,
+                    Err(err) => panic!("cannot start the test control plane: {err}"),
+                };
+                if let Err(err) = process::remove_after_exit(&dir) {
+                    panic!("cannot arrange cleanup of {}: {err}", dir.display());
+                }
+                TestCluster { plane }
+            })
+            .await
+    }
+
+    /// The underlying control plane.
+    pub fn plane(&self) -> &ControlPlane {
+        &self.plane
+    }
+
+    /// A new client for the calling test.
+    pub async fn client(&self) -> Client {
+        match self.plane.client().await {
+            Ok(client) => client,
+            Err(err) => panic!("cannot build a client for the test control plane: {err}"),
+        }
+    }
+
+    /// A `kubectl` command pointed at the cluster.
+    pub fn kubectl(&self) -> Command {
+        self.plane.kubectl()
+    }
+
+    /// A fresh namespace, deleted when the returned guard is dropped.
+    pub async fn namespace(&self) -> TestNamespace {
+        let seq = NAMESPACE_SEQ.fetch_add(1, Ordering::Relaxed);
+        let name = format!("t{}-{seq}", std::process::id());
+        let api: Api<Namespace> = Api::all(self.client().await);
+        let ns: Namespace = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {"kuota-test": "true"}}
+        }))
+        .expect("static namespace object");
+        if let Err(err) = api.create(&PostParams::default(), &ns).await {
+            panic!("cannot create namespace {name}: {err}");
+        }
+        TestNamespace {
+            name,
+            bin: self.plane.bin.clone(),
+            kubeconfig: self.plane.kubeconfig.clone(),
+        }
+    }
+}
+
+/// A namespace that lives as long as the guard.
+#[derive(Debug)]
+pub struct TestNamespace {
+    name: String,
+    bin: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl TestNamespace {
+    /// The namespace's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        // Drop cannot await and the test's runtime may be gone; kubectl runs detached.
+        let _ = kubectl_command(&self.bin, &self.kubeconfig)
+            .args(["delete", "namespace", &self.name, "--wait=false"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+    }
+}
+
+/// Polls `probe` until it returns true, or fails after `timeout` naming `what`.
+pub async fn eventually<F, Fut>(timeout: Duration, what: &str, mut probe: F) -> Result<(), Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if probe().await {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(Error::Timeout(timeout, what.to_string()))
+}
+
+/// Deletes an object and ignores "not found".
+pub async fn delete_ignoring_missing<K>(api: &Api<K>, name: &str) -> Result<(), Error>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(err) => Err(err.into()),
+    }
+}
+
+async fn client_for(kubeconfig: &Path) -> Result<Client, Error> {
+    let config = kube::Config::from_custom_kubeconfig(
+        Kubeconfig::read_from(kubeconfig)?,
+        &KubeConfigOptions::default(),
+    )
+    .await?;
+    Ok(Client::try_from(config)?)
+}
+
+fn kubectl_command(bin: &Path, kubeconfig: &Path) -> Command {
+    let mut cmd = Command::new(bin.join("kubectl"));
+    cmd.env("KUBECONFIG", kubeconfig);
+    cmd
+}
+
+async fn api_ready(client: &Client) -> bool {
+    let request = http_request("/readyz");
+    matches!(client.request_text(request).await, Ok(body) if body.trim() == "ok")
+}
+
+fn http_request(path: &str) -> http::Request<Vec<u8>> {
+    http::Request::get(path)
+        .body(Vec::new())
+        .expect("a GET request with a static path is valid")
+}
+
+/// A plain HTTP GET on loopback, true on status 200.
+fn http_get_ok(port: u16, path: &str) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response.starts_with("HTTP/1.0 200") || response.starts_with("HTTP/1.1 200")
+}
+
+fn write_kwok_stages(bin: &Path, dir: &Path) -> Result<PathBuf, Error> {
+    let stages_dir = bin.join("../stages");
+    let mut docs = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(&stages_dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        docs.push(std::fs::read_to_string(entry.path())?);
+    }
+    let path = dir.join("kwok-stages.yaml");
+    std::fs::write(&path, docs.join("\n---\n"))?;
+    Ok(path)
+}
+
+async fn create_nodes(client: &Client, nodes: &[FakeNode]) -> Result<(), Error> {
+    let api: Api<Node> = Api::all(client.clone());
+    for node in nodes {
+        let mut labels: serde_json::Map<String, serde_json::Value> = node
+            .labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        labels.insert("kubernetes.io/hostname".into(), json!(node.name));
+        labels.insert("kubernetes.io/os".into(), json!("linux"));
+        labels.insert("kubernetes.io/arch".into(), json!("amd64"));
+        labels.insert("type".into(), json!("kwok"));
+        let mut allocatable = serde_json::Map::from_iter([
+            ("cpu".to_string(), json!("1k")),
+            ("memory".to_string(), json!("1Ti")),
+            ("pods".to_string(), json!("1M")),
+        ]);
+        for (name, value) in node.extended {
+            allocatable.insert(name.to_string(), json!(value));
+        }
+        let object: Node = serde_json::from_value(json!({
+            "metadata": {
+                "name": node.name,
+                "labels": labels,
+                "annotations": {"node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake"},
+            },
+            "status": {"allocatable": allocatable, "capacity": allocatable},
+        }))?;
+        api.create(&PostParams::default(), &object).await?;
+        // Node status is dropped on create; set it through the status subresource.
+        api.patch_status(
+            node.name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"allocatable": allocatable, "capacity": allocatable}})),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+fn node_is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+

@@ -1,0 +1,113 @@
+//! Child processes that cannot outlive the process that started them.
+//!
+//! Every component runs under a small `sh` watchdog that polls the owner's pid: when the owner
+//! exits for any reason (end of a test binary, panic, `kill -9`), the watchdog stops the
+//! component with SIGTERM, then SIGKILL after a grace period. A test binary keeps its control
+//! plane in a static that is never dropped, so this is what guarantees no orphans.
+
+use std::{
+    fs::File,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use crate::Error;
+
+const WATCHDOG: &str = r#"
+owner=$1; log=$2; shift 2
+"$@" >>"$log" 2>&1 &
+child=$!
+stop() {
+  kill -TERM "$child" 2>/dev/null
+  i=0
+  while kill -0 "$child" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
+  kill -KILL "$child" 2>/dev/null
+  wait "$child" 2>/dev/null
+  exit 0
+}
+trap stop TERM INT HUP
+while kill -0 "$owner" 2>/dev/null && kill -0 "$child" 2>/dev/null; do
+  sleep 0.3 & wait $!
+done
+stop
+"#;
+
+/// A component process under its watchdog.
+#[derive(Debug)]
+pub struct Supervised {
+    pub name: String,
+    pub log: PathBuf,
+    watchdog: Child,
+}
+
+impl Supervised {
+    /// Starts `program args...` with stdout and stderr appended to `log`.
+    pub fn spawn(name: &str, program: &Path, args: &[String], log: &Path) -> Result<Self, Error> {
+        File::create(log)?;
+        let watchdog = Command::new("sh")
+            .arg("-c")
+            .arg(WATCHDOG)
+            .arg("kuota-watchdog")
+            .arg(std::process::id().to_string())
+            .arg(log)
+            .arg(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        Ok(Self {
+            name: name.to_string(),
+            log: log.to_path_buf(),
+            watchdog,
+        })
+    }
+
+    /// True while the component (and so its watchdog) is running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.watchdog.try_wait(), Ok(None))
+    }
+
+    /// The last lines of the component's log, for error messages.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// Stops the component gracefully and waits for it.
+    pub fn stop(mut self, timeout: Duration) {
+        let pid = self.watchdog.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = std::time::Instant::now() + timeout;
+        while std::time::Instant::now() < deadline {
+            if !self.is_running() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.watchdog.kill();
+        let _ = self.watchdog.wait();
+    }
+}
+
+/// Removes `dir` once the current process has exited (and its components with it).
+pub fn remove_after_exit(dir: &Path) -> Result<(), Error> {
+    Command::new("sh")
+        .arg("-c")
+        .arg(r#"while kill -0 "$1" 2>/dev/null; do sleep 0.5; done; sleep 6; rm -rf "$2""#)
+        .arg("kuota-janitor")
+        .arg(std::process::id().to_string())
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    Ok(())
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> Result<u16, Error> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
