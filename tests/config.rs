@@ -683,7 +683,9 @@ fn broken_cases() -> Vec<Broken> {
         broken(
             "typo inside a label selector",
             "managedJobsNamespaceSelector:\n  matchLabel:\n    team: ml\n",
-            &["managedJobsNamespaceSelector.matchLabel: unknown field `matchLabel`, expected `matchLabels` or `matchExpressions`"],
+            &[
+                "managedJobsNamespaceSelector.matchLabel: unknown field `matchLabel`, expected `matchLabels` or `matchExpressions`",
+            ],
         ),
         broken(
             "wrong type",
