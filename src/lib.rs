@@ -1,1 +1,5 @@
 #![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod config;
+pub mod telemetry;

@@ -1,0 +1,1039 @@
+//! Kueue's defaults and validation, turning the decoded hub into a [`Configuration`].
+//!
+//! Every section is defaulted and checked in one pass; all problems are collected so that a file
+//! with several mistakes is reported in one go.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    net::{IpAddr, Ipv4Addr},
+    path::PathBuf,
+    time::Duration,
+};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use kube::core::Selector;
+
+use super::{
+    AdmissionFairSharing, ApiVersion, BindAddress, ClientConnection, ConfigError, Configuration,
+    Controller, DEFAULT_FRAMEWORK, DEFAULT_HEALTH_PROBE_BIND_ADDRESS, DEFAULT_LEADER_ELECTION_ID,
+    DEFAULT_METRICS_BIND_ADDRESS, DEFAULT_NAMESPACE, DEFAULT_WEBHOOK_CERT_DIR,
+    DEFAULT_WEBHOOK_PORT, DEFAULT_WEBHOOK_SECRET_NAME, DEFAULT_WEBHOOK_SERVICE_NAME, FairSharing,
+    Feature, FeatureGates, FieldError, GoDuration, Health, Integrations, InternalCertManagement,
+    KIND, KUEUE_ONLY_FRAMEWORKS, LeaderElection, LoadOptions, LocalQueueMetrics, Metrics,
+    NAMESPACE_NAME_LABEL, NamespaceSelector, ObjectRetentionPolicies, PreemptionStrategy,
+    QueueReferencePolicy, QuotaCheckStrategy, RequeuingStrategy, RequeuingTimestamp,
+    ResourceTransformation, Resources, SUPPORTED_FRAMEWORKS, TransformationStrategy,
+    WaitForPodsReady, Webhook, WorkloadRetentionPolicy,
+    field_error::{json, quote},
+    v1beta2,
+};
+
+const NEGATIVE: &str = "must be greater than or equal to 0";
+const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
+const DEFAULT_PODS_READY_TIMEOUT: GoDuration = GoDuration::from_mins(30);
+const DEFAULT_USAGE_SAMPLING_INTERVAL: GoDuration = GoDuration::from_mins(5);
+const DEFAULT_LEASE_DURATION: GoDuration = GoDuration::from_secs(15);
+const DEFAULT_RENEW_DEADLINE: GoDuration = GoDuration::from_secs(10);
+const DEFAULT_RETRY_PERIOD: GoDuration = GoDuration::from_secs(2);
+/// client-go requires `renewDeadline > retryPeriod × JitterFactor`.
+const LEADER_ELECTION_JITTER: f64 = 1.2;
+/// The only Lease lock Kuota implements (Kueue's default, `leases`).
+const LEASES_RESOURCE_LOCK: &str = "leases";
+const DEFAULT_BACKOFF_BASE_SECONDS: i32 = 60;
+const DEFAULT_BACKOFF_MAX_SECONDS: i32 = 3600;
+const DEFAULT_CLIENT_QPS: f32 = 300.0;
+const DEFAULT_CLIENT_BURST: i32 = 500;
+const KUBE_SYSTEM: &str = "kube-system";
+/// The `preemptionStrategies` lists Kueue accepts, in order.
+const PREEMPTION_STRATEGY_SETS: &[&[PreemptionStrategy]] = &[
+    &[PreemptionStrategy::LessThanOrEqualToFinalShare],
+    &[PreemptionStrategy::LessThanInitialShare],
+    &[
+        PreemptionStrategy::LessThanOrEqualToFinalShare,
+        PreemptionStrategy::LessThanInitialShare,
+    ],
+];
+
+/// Checks `apiVersion` and `kind` before the body is decoded, reporting both at once.
+pub(super) fn api_version_and_kind(
+    fields: &serde_yaml::Mapping,
+) -> Result<ApiVersion, ConfigError> {
+    let mut errors = Vec::new();
+    let api_version = match fields.get("apiVersion") {
+        None | Some(serde_yaml::Value::Null) => {
+            errors.push(FieldError::required(
+                "apiVersion",
+                format!(
+                    "must be one of {}",
+                    ApiVersion::NAMES
+                        .iter()
+                        .map(|name| quote(name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+            None
+        }
+        Some(serde_yaml::Value::String(name)) => {
+            let version = ApiVersion::from_name(name);
+            if version.is_none() {
+                errors.push(FieldError::not_supported(
+                    "apiVersion",
+                    quote(name),
+                    ApiVersion::NAMES,
+                ));
+            }
+            version
+        }
+        Some(other) => {
+            errors.push(FieldError::not_supported(
+                "apiVersion",
+                json(other),
+                ApiVersion::NAMES,
+            ));
+            None
+        }
+    };
+    match fields.get("kind") {
+        None | Some(serde_yaml::Value::Null) => {
+            errors.push(FieldError::required(
+                "kind",
+                format!("must be {}", quote(KIND)),
+            ));
+        }
+        Some(serde_yaml::Value::String(kind)) if kind == KIND => {}
+        Some(serde_yaml::Value::String(kind)) => {
+            errors.push(FieldError::not_supported("kind", quote(kind), &[KIND]));
+        }
+        Some(other) => errors.push(FieldError::not_supported("kind", json(other), &[KIND])),
+    }
+    match api_version {
+        Some(version) if errors.is_empty() => Ok(version),
+        _ => Err(ConfigError::Invalid(errors)),
+    }
+}
+
+/// Applies defaults to the hub and validates it. `origin` is the file's version (`None`: no
+/// file); a v1beta1 file without an enabled `waitForPodsReady` has it off.
+pub(super) fn resolve(
+    hub: v1beta2::Configuration,
+    origin: Option<ApiVersion>,
+    options: &LoadOptions,
+) -> Result<Configuration, ConfigError> {
+    let mut resolver = Resolver::default();
+    let configuration = resolver.configuration(hub, origin, options);
+    if resolver.errors.is_empty() {
+        Ok(Configuration {
+            warnings: resolver.warnings,
+            ..configuration
+        })
+    } else {
+        Err(ConfigError::Invalid(resolver.errors))
+    }
+}
+
+fn non_empty(text: &Option<String>) -> Option<&str> {
+    text.as_deref().filter(|text| !text.is_empty())
+}
+
+fn is_dns_label_char(byte: u8) -> bool {
+    byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-'
+}
+
+/// RFC 1123 label: 1..=63 of `[a-z0-9-]`, starting and ending alphanumeric.
+fn dns1123_label_problem(name: &str) -> Option<&'static str> {
+    let bytes = name.as_bytes();
+    let well_formed = !bytes.is_empty()
+        && bytes.iter().copied().all(is_dns_label_char)
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric);
+    if !well_formed {
+        Some(
+            "must be a lowercase RFC 1123 label: letters a-z, digits and '-', starting and ending with a letter or digit",
+        )
+    } else if bytes.len() > 63 {
+        Some("must be no more than 63 characters")
+    } else {
+        None
+    }
+}
+
+/// RFC 1035 label (Service names): like an RFC 1123 label but starting with a letter.
+fn dns1035_label_problem(name: &str) -> Option<&'static str> {
+    if name.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+        return Some(
+            "must be a DNS-1035 label: letters a-z, digits and '-', starting with a letter and ending with a letter or digit",
+        );
+    }
+    dns1123_label_problem(name)
+}
+
+/// RFC 1123 subdomain: dot-separated RFC 1123 labels, at most 253 characters.
+fn dns1123_subdomain_problem(name: &str) -> Option<&'static str> {
+    if name
+        .split('.')
+        .any(|label| dns1123_label_problem(label).is_some())
+    {
+        Some(
+            "must be a lowercase RFC 1123 subdomain: dot-separated labels of letters a-z, digits and '-', each starting and ending with a letter or digit",
+        )
+    } else if name.len() > 253 {
+        Some("must be no more than 253 characters")
+    } else {
+        None
+    }
+}
+
+/// `Kind.version.group`, as Kueue's `externalFrameworks` expects.
+fn is_kind_version_group(text: &str) -> bool {
+    let mut parts = text.splitn(3, '.');
+    matches!(
+        (parts.next(), parts.next(), parts.next()),
+        (Some(kind), Some(version), Some(group))
+            if !kind.is_empty() && !version.is_empty() && !group.is_empty()
+    )
+}
+
+fn default_namespace_selector(namespace: &str) -> LabelSelector {
+    LabelSelector {
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: NAMESPACE_NAME_LABEL.to_owned(),
+            operator: "NotIn".to_owned(),
+            values: Some(vec![KUBE_SYSTEM.to_owned(), namespace.to_owned()]),
+        }]),
+        match_labels: None,
+    }
+}
+
+#[derive(Default)]
+struct Resolver {
+    errors: Vec<FieldError>,
+    warnings: Vec<String>,
+}
+
+impl Resolver {
+    fn configuration(
+        &mut self,
+        hub: v1beta2::Configuration,
+        origin: Option<ApiVersion>,
+        options: &LoadOptions,
+    ) -> Configuration {
+        let feature_gates = self.feature_gates(hub.feature_gates.as_ref(), options);
+        let namespace = self.namespace(&hub.namespace, options);
+        let managed_jobs_namespace_selector =
+            self.managed_jobs_namespace_selector(hub.managed_jobs_namespace_selector, &namespace);
+        let metrics = hub.metrics.unwrap_or_default();
+        let resources = hub.resources.unwrap_or_default();
+        self.ignored(
+            "pprofBindAddress",
+            non_empty(&hub.pprof_bind_address).is_some(),
+            "Kuota serves no pprof endpoint",
+        );
+        self.ignored(
+            "tls",
+            hub.tls.is_some(),
+            "Kuota's webhook uses its own TLS settings (TLS 1.2 or newer)",
+        );
+        self.ignored(
+            "multiKueue",
+            hub.multi_kueue.is_some(),
+            "Kuota does not implement MultiKueue",
+        );
+        self.ignored(
+            "visibilityServer",
+            hub.visibility_server.is_some(),
+            "Kuota serves no visibility API",
+        );
+        self.ignored(
+            "metrics.customLabels",
+            metrics
+                .custom_labels
+                .as_ref()
+                .is_some_and(|labels| !labels.is_empty()),
+            "Kuota adds no custom metric labels",
+        );
+        self.ignored(
+            "resources.deviceClassMappings",
+            resources
+                .device_class_mappings
+                .as_ref()
+                .is_some_and(|mappings| !mappings.is_empty()),
+            "Kuota does not account DRA devices",
+        );
+        Configuration {
+            api_version: origin,
+            manage_jobs_without_queue_name: hub.manage_jobs_without_queue_name.unwrap_or(false),
+            managed_jobs_namespace_selector,
+            webhook: self.webhook(hub.webhook.unwrap_or_default()),
+            metrics: self.metrics(metrics),
+            health: self.health(hub.health.unwrap_or_default()),
+            leader_election: self
+                .leader_election(hub.leader_election.unwrap_or_default(), &namespace),
+            controller: self.controller(hub.controller.unwrap_or_default()),
+            client_connection: self.client_connection(hub.client_connection.unwrap_or_default()),
+            internal_cert_management: self
+                .internal_cert_management(hub.internal_cert_management.unwrap_or_default()),
+            wait_for_pods_ready: self.wait_for_pods_ready(
+                hub.wait_for_pods_ready,
+                origin,
+                &feature_gates,
+            ),
+            integrations: self.integrations(hub.integrations.unwrap_or_default()),
+            fair_sharing: hub
+                .fair_sharing
+                .map(|fair_sharing| self.fair_sharing(fair_sharing)),
+            admission_fair_sharing: hub
+                .admission_fair_sharing
+                .map(|fair_sharing| self.admission_fair_sharing(fair_sharing)),
+            resources: self.resources(resources, &feature_gates),
+            object_retention_policies: self
+                .object_retention_policies(hub.object_retention_policies.unwrap_or_default()),
+            queue_reference_policy: self.queue_reference_policy(&hub.queue_reference_policy),
+            namespace,
+            feature_gates,
+            warnings: Vec::new(),
+        }
+    }
+
+    fn ignored(&mut self, field: &str, is_set: bool, reason: &str) {
+        if is_set {
+            self.warnings.push(format!("{field} is ignored: {reason}"));
+        }
+    }
+
+    fn check(&mut self, path: &str, value: &str, problem: Option<&str>) {
+        if let Some(problem) = problem {
+            self.errors
+                .push(FieldError::invalid(path, quote(value), problem));
+        }
+    }
+
+    /// A duration that must not be negative; negative ones are reported and read as zero.
+    fn non_negative(&mut self, path: &str, duration: GoDuration) -> Duration {
+        duration.to_std().unwrap_or_else(|| {
+            self.errors.push(FieldError::invalid(
+                path,
+                quote(&duration.to_string()),
+                NEGATIVE,
+            ));
+            Duration::ZERO
+        })
+    }
+
+    /// A count that must not be negative; negative ones are reported and read as zero.
+    fn count(&mut self, path: &str, value: i32) -> u32 {
+        u32::try_from(value).unwrap_or_else(|_| {
+            self.errors
+                .push(FieldError::invalid(path, value.to_string(), NEGATIVE));
+            0
+        })
+    }
+
+    fn port(&mut self, path: &str, value: i64) -> u16 {
+        u16::try_from(value)
+            .ok()
+            .filter(|port| *port != 0)
+            .unwrap_or_else(|| {
+                self.errors
+                    .push(FieldError::invalid(path, value.to_string(), PORT_RANGE));
+                0
+            })
+    }
+
+    /// `[host]:port`, or `"0"` for "do not listen" (controller-runtime's convention).
+    fn bind_address(&mut self, path: &str, text: &str) -> Option<BindAddress> {
+        if text == "0" {
+            return None;
+        }
+        let Some((host, port)) = text.rsplit_once(':') else {
+            self.errors.push(FieldError::invalid(
+                path,
+                quote(text),
+                "must be [host]:port, or \"0\" to disable",
+            ));
+            return None;
+        };
+        let host = self.host(path, text, host)?;
+        let port = port.parse::<u16>().ok().filter(|port| *port != 0);
+        let Some(port) = port else {
+            self.errors.push(FieldError::invalid(
+                path,
+                quote(text),
+                format!("port {PORT_RANGE}"),
+            ));
+            return None;
+        };
+        Some(BindAddress { host, port })
+    }
+
+    /// `Ok(None)` for an empty host (every address); reports anything but an IP or `localhost`.
+    fn host(&mut self, path: &str, text: &str, host: &str) -> Option<Option<IpAddr>> {
+        let unbracketed = host
+            .strip_prefix('[')
+            .and_then(|host| host.strip_suffix(']'))
+            .unwrap_or(host);
+        if unbracketed.is_empty() {
+            return Some(None);
+        }
+        if unbracketed == "localhost" {
+            return Some(Some(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        }
+        match unbracketed.parse::<IpAddr>() {
+            Ok(address) => Some(Some(address)),
+            Err(_) => {
+                self.errors.push(FieldError::invalid(
+                    path,
+                    quote(text),
+                    "host must be empty, \"localhost\" or an IP address",
+                ));
+                None
+            }
+        }
+    }
+
+    fn feature_gates(
+        &mut self,
+        map: Option<&BTreeMap<String, bool>>,
+        options: &LoadOptions,
+    ) -> FeatureGates {
+        let flag = options
+            .feature_gates_flag
+            .as_deref()
+            .filter(|flag| !flag.is_empty());
+        match FeatureGates::from_sources(flag, map) {
+            Ok(gates) => {
+                self.warnings.extend(gates.warnings());
+                gates
+            }
+            Err(error) => {
+                let (path, value) = match (flag, map) {
+                    (Some(flag), None) => ("--feature-gates", quote(flag)),
+                    (_, map) => ("featureGates", json(&map)),
+                };
+                self.errors
+                    .push(FieldError::invalid(path, value, error.to_string()));
+                FeatureGates::default()
+            }
+        }
+    }
+
+    fn namespace(&mut self, namespace: &Option<String>, options: &LoadOptions) -> String {
+        let namespace = non_empty(namespace)
+            .or(non_empty(&options.fallback_namespace))
+            .unwrap_or(DEFAULT_NAMESPACE)
+            .to_owned();
+        self.check("namespace", &namespace, dns1123_label_problem(&namespace));
+        namespace
+    }
+
+    fn managed_jobs_namespace_selector(
+        &mut self,
+        selector: Option<v1beta2::LabelSelector>,
+        namespace: &str,
+    ) -> NamespaceSelector {
+        const PATH: &str = "managedJobsNamespaceSelector";
+        let label_selector = selector
+            .map(LabelSelector::from)
+            .unwrap_or_else(|| default_namespace_selector(namespace));
+        let well_formed = self.label_selector(PATH, &label_selector);
+        let compiled = NamespaceSelector::new(label_selector.clone())
+            .ok()
+            .filter(|_| well_formed);
+        if let Some(compiled) = &compiled {
+            let mut prohibited = vec![KUBE_SYSTEM];
+            if namespace != KUBE_SYSTEM {
+                prohibited.push(namespace);
+            }
+            for name in prohibited {
+                if compiled.matches_name(name) {
+                    self.errors.push(FieldError::invalid(
+                        PATH,
+                        json(compiled.label_selector()),
+                        format!("should not match the {} namespace", quote(name)),
+                    ));
+                }
+            }
+        }
+        // A malformed selector has been reported; the placeholder is never returned to callers.
+        compiled.unwrap_or_else(|| NamespaceSelector {
+            label_selector,
+            selector: Selector::default(),
+        })
+    }
+
+    /// Reports malformed requirements; true when the selector can be evaluated.
+    fn label_selector(&mut self, path: &str, selector: &LabelSelector) -> bool {
+        let errors_before = self.errors.len();
+        for (index, requirement) in selector.match_expressions.iter().flatten().enumerate() {
+            let path = format!("{path}.matchExpressions[{index}]");
+            let has_values = requirement
+                .values
+                .as_ref()
+                .is_some_and(|values| !values.is_empty());
+            match requirement.operator.as_str() {
+                "In" | "NotIn" if !has_values => self.errors.push(FieldError::required(
+                    format!("{path}.values"),
+                    "must be specified when `operator` is 'In' or 'NotIn'",
+                )),
+                "Exists" | "DoesNotExist" if has_values => self.errors.push(FieldError::forbidden(
+                    format!("{path}.values"),
+                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                )),
+                "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+                other => self.errors.push(FieldError::not_supported(
+                    format!("{path}.operator"),
+                    quote(other),
+                    &["In", "NotIn", "Exists", "DoesNotExist"],
+                )),
+            }
+            if requirement.key.is_empty() {
+                self.errors.push(FieldError::required(
+                    format!("{path}.key"),
+                    "must be specified",
+                ));
+            }
+        }
+        self.errors.len() == errors_before
+    }
+
+    fn webhook(&mut self, webhook: v1beta2::Webhook) -> Webhook {
+        let port = self.port(
+            "webhook.port",
+            webhook.port.unwrap_or(i64::from(DEFAULT_WEBHOOK_PORT)),
+        );
+        let host = match non_empty(&webhook.host) {
+            Some(host) => self.host("webhook.host", host, host).flatten(),
+            None => None,
+        };
+        Webhook {
+            address: BindAddress { host, port },
+            cert_dir: PathBuf::from(
+                non_empty(&webhook.cert_dir).unwrap_or(DEFAULT_WEBHOOK_CERT_DIR),
+            ),
+        }
+    }
+
+    fn metrics(&mut self, metrics: v1beta2::Metrics) -> Metrics {
+        let bind_address = self.bind_address(
+            "metrics.bindAddress",
+            non_empty(&metrics.bind_address).unwrap_or(DEFAULT_METRICS_BIND_ADDRESS),
+        );
+        let local_queue_metrics = match metrics.local_queue_metrics {
+            Some(local) => LocalQueueMetrics {
+                enable: local.enable.unwrap_or(false),
+                local_queue_selector: local.local_queue_selector.map(LabelSelector::from),
+            },
+            None => LocalQueueMetrics {
+                enable: true,
+                local_queue_selector: None,
+            },
+        };
+        if let Some(selector) = &local_queue_metrics.local_queue_selector {
+            self.label_selector("metrics.localQueueMetrics.localQueueSelector", selector);
+        }
+        Metrics {
+            bind_address,
+            enable_cluster_queue_resources: metrics.enable_cluster_queue_resources.unwrap_or(false),
+            local_queue_metrics,
+        }
+    }
+
+    fn health(&mut self, health: v1beta2::Health) -> Health {
+        let probe_bind_address = self.bind_address(
+            "health.healthProbeBindAddress",
+            non_empty(&health.health_probe_bind_address)
+                .unwrap_or(DEFAULT_HEALTH_PROBE_BIND_ADDRESS),
+        );
+        let mut endpoint = |path: &str, name: &Option<String>, default: &str| {
+            let name = non_empty(name).unwrap_or(default).to_owned();
+            let problem = (!name.starts_with('/')).then_some("must start with \"/\"");
+            self.check(path, &name, problem);
+            name
+        };
+        Health {
+            probe_bind_address,
+            readiness_endpoint_name: endpoint(
+                "health.readinessEndpointName",
+                &health.readiness_endpoint_name,
+                "/readyz",
+            ),
+            liveness_endpoint_name: endpoint(
+                "health.livenessEndpointName",
+                &health.liveness_endpoint_name,
+                "/healthz",
+            ),
+        }
+    }
+
+    fn leader_election(
+        &mut self,
+        election: v1beta2::LeaderElection,
+        namespace: &str,
+    ) -> LeaderElection {
+        let leader_elect = election.leader_elect.unwrap_or(true);
+        let resource_name = non_empty(&election.resource_name)
+            .unwrap_or(DEFAULT_LEADER_ELECTION_ID)
+            .to_owned();
+        self.check(
+            "leaderElection.resourceName",
+            &resource_name,
+            dns1123_subdomain_problem(&resource_name),
+        );
+        let resource_namespace = non_empty(&election.resource_namespace)
+            .unwrap_or(namespace)
+            .to_owned();
+        self.check(
+            "leaderElection.resourceNamespace",
+            &resource_namespace,
+            dns1123_label_problem(&resource_namespace),
+        );
+        if let Some(lock) =
+            non_empty(&election.resource_lock).filter(|lock| *lock != LEASES_RESOURCE_LOCK)
+        {
+            self.errors.push(FieldError::not_supported(
+                "leaderElection.resourceLock",
+                quote(lock),
+                &[LEASES_RESOURCE_LOCK],
+            ));
+        }
+        let or_default = |duration: Option<GoDuration>, default| {
+            duration
+                .filter(|duration| !duration.is_zero())
+                .unwrap_or(default)
+        };
+        let lease = or_default(election.lease_duration, DEFAULT_LEASE_DURATION);
+        let renew = or_default(election.renew_deadline, DEFAULT_RENEW_DEADLINE);
+        let retry = or_default(election.retry_period, DEFAULT_RETRY_PERIOD);
+        let lease_duration = self.non_negative("leaderElection.leaseDuration", lease);
+        let renew_deadline = self.non_negative("leaderElection.renewDeadline", renew);
+        let retry_period = self.non_negative("leaderElection.retryPeriod", retry);
+        if leader_elect && lease_duration <= renew_deadline {
+            self.errors.push(FieldError::invalid(
+                "leaderElection.leaseDuration",
+                quote(&lease.to_string()),
+                format!(
+                    "must be greater than renewDeadline ({})",
+                    quote(&renew.to_string())
+                ),
+            ));
+        }
+        if leader_elect
+            && renew_deadline.as_secs_f64() <= retry_period.as_secs_f64() * LEADER_ELECTION_JITTER
+        {
+            self.errors.push(FieldError::invalid(
+                "leaderElection.renewDeadline",
+                quote(&renew.to_string()),
+                format!(
+                    "must be greater than {LEADER_ELECTION_JITTER} times retryPeriod ({})",
+                    quote(&retry.to_string())
+                ),
+            ));
+        }
+        LeaderElection {
+            leader_elect,
+            resource_name,
+            resource_namespace,
+            lease_duration,
+            renew_deadline,
+            retry_period,
+        }
+    }
+
+    fn controller(&mut self, controller: v1beta2::Controller) -> Controller {
+        let mut group_kind_concurrency = BTreeMap::new();
+        for (group_kind, workers) in controller.group_kind_concurrency.unwrap_or_default() {
+            match u32::try_from(workers).ok().filter(|workers| *workers > 0) {
+                Some(workers) => {
+                    group_kind_concurrency.insert(group_kind, workers);
+                }
+                None => self.errors.push(FieldError::invalid(
+                    format!("controller.groupKindConcurrency[{group_kind}]"),
+                    workers.to_string(),
+                    "must be between 1 and 4294967295",
+                )),
+            }
+        }
+        let cache_sync_timeout = controller.cache_sync_timeout.map(|nanos| {
+            self.non_negative("controller.cacheSyncTimeout", GoDuration::from_nanos(nanos))
+        });
+        Controller {
+            group_kind_concurrency,
+            cache_sync_timeout,
+        }
+    }
+
+    fn client_connection(&mut self, connection: v1beta2::ClientConnection) -> ClientConnection {
+        let qps = connection.qps.unwrap_or(DEFAULT_CLIENT_QPS);
+        if qps.is_nan() || qps < 0.0 {
+            self.errors.push(FieldError::invalid(
+                "clientConnection.qps",
+                qps.to_string(),
+                NEGATIVE,
+            ));
+        }
+        ClientConnection {
+            qps,
+            burst: self.count(
+                "clientConnection.burst",
+                connection.burst.unwrap_or(DEFAULT_CLIENT_BURST),
+            ),
+        }
+    }
+
+    fn internal_cert_management(
+        &mut self,
+        management: v1beta2::InternalCertManagement,
+    ) -> Option<InternalCertManagement> {
+        if !management.enable.unwrap_or(true) {
+            return None;
+        }
+        let service = non_empty(&management.webhook_service_name)
+            .unwrap_or(DEFAULT_WEBHOOK_SERVICE_NAME)
+            .to_owned();
+        self.check(
+            "internalCertManagement.webhookServiceName",
+            &service,
+            dns1035_label_problem(&service),
+        );
+        let secret = non_empty(&management.webhook_secret_name)
+            .unwrap_or(DEFAULT_WEBHOOK_SECRET_NAME)
+            .to_owned();
+        self.check(
+            "internalCertManagement.webhookSecretName",
+            &secret,
+            dns1123_subdomain_problem(&secret),
+        );
+        Some(InternalCertManagement {
+            webhook_service_name: service,
+            webhook_secret_name: secret,
+        })
+    }
+
+    fn wait_for_pods_ready(
+        &mut self,
+        section: Option<v1beta2::WaitForPodsReady>,
+        origin: Option<ApiVersion>,
+        gates: &FeatureGates,
+    ) -> Option<WaitForPodsReady> {
+        const PATH: &str = "waitForPodsReady";
+        if gates.enabled(Feature::DisableWaitForPodsReady) {
+            return None;
+        }
+        // v1beta2 has no off switch: an absent section means the defaults. A v1beta1 file
+        // without `enable: true` arrives here as `None` and means off.
+        let wait = match (section, origin) {
+            (Some(wait), _) => wait,
+            (None, Some(ApiVersion::V1beta1)) => return None,
+            (None, _) => v1beta2::WaitForPodsReady::default(),
+        };
+        let timeout = match wait.timeout {
+            Some(timeout) if timeout.is_zero() && origin == Some(ApiVersion::V1beta1) => {
+                self.errors.push(FieldError::required(
+                    format!("{PATH}.timeout"),
+                    "must be specified",
+                ));
+                Duration::ZERO
+            }
+            Some(timeout) if !timeout.is_zero() => {
+                self.non_negative(&format!("{PATH}.timeout"), timeout)
+            }
+            _ => self.non_negative(&format!("{PATH}.timeout"), DEFAULT_PODS_READY_TIMEOUT),
+        };
+        let recovery_timeout = match wait.recovery_timeout {
+            Some(recovery) => self.non_negative(&format!("{PATH}.recoveryTimeout"), recovery),
+            None => timeout,
+        };
+        let strategy = wait.requeuing_strategy.unwrap_or_default();
+        let strategy_path = format!("{PATH}.requeuingStrategy");
+        let timestamp = match strategy.timestamp.as_deref() {
+            None => RequeuingTimestamp::Eviction,
+            Some(name) => RequeuingTimestamp::from_name(name).unwrap_or_else(|| {
+                self.errors.push(FieldError::not_supported(
+                    format!("{strategy_path}.timestamp"),
+                    quote(name),
+                    RequeuingTimestamp::NAMES,
+                ));
+                RequeuingTimestamp::Eviction
+            }),
+        };
+        let backoff_limit_count = strategy
+            .backoff_limit_count
+            .map(|count| self.count(&format!("{strategy_path}.backoffLimitCount"), count));
+        let backoff_base_seconds = self.count(
+            &format!("{strategy_path}.backoffBaseSeconds"),
+            strategy
+                .backoff_base_seconds
+                .unwrap_or(DEFAULT_BACKOFF_BASE_SECONDS),
+        );
+        let backoff_max_seconds = self.count(
+            &format!("{strategy_path}.backoffMaxSeconds"),
+            strategy
+                .backoff_max_seconds
+                .unwrap_or(DEFAULT_BACKOFF_MAX_SECONDS),
+        );
+        Some(WaitForPodsReady {
+            timeout,
+            block_admission: wait.block_admission.unwrap_or(false),
+            recovery_timeout,
+            requeuing_strategy: RequeuingStrategy {
+                timestamp,
+                backoff_limit_count,
+                backoff_base_seconds,
+                backoff_max_seconds,
+            },
+        })
+    }
+
+    fn integrations(&mut self, integrations: v1beta2::Integrations) -> Integrations {
+        let frameworks = integrations
+            .frameworks
+            .filter(|frameworks| !frameworks.is_empty())
+            .unwrap_or_else(|| vec![DEFAULT_FRAMEWORK.to_owned()]);
+        let mut seen = BTreeSet::new();
+        for (index, framework) in frameworks.iter().enumerate() {
+            let path = format!("integrations.frameworks[{index}]");
+            if SUPPORTED_FRAMEWORKS.contains(&framework.as_str()) {
+                if !seen.insert(framework.as_str()) {
+                    self.errors
+                        .push(FieldError::duplicate(path, quote(framework)));
+                }
+            } else if KUEUE_ONLY_FRAMEWORKS.contains(&framework.as_str()) {
+                self.errors.push(FieldError::not_supported_because(
+                    path,
+                    quote(framework),
+                    "a Kueue integration that Kuota does not implement",
+                    SUPPORTED_FRAMEWORKS,
+                ));
+            } else {
+                self.errors.push(FieldError::not_supported(
+                    path,
+                    quote(framework),
+                    SUPPORTED_FRAMEWORKS,
+                ));
+            }
+        }
+        let external_frameworks = integrations.external_frameworks.unwrap_or_default();
+        let mut seen_external = BTreeSet::new();
+        for (index, external) in external_frameworks.iter().enumerate() {
+            let path = format!("integrations.externalFrameworks[{index}]");
+            if !is_kind_version_group(external) {
+                self.errors.push(FieldError::invalid(
+                    path,
+                    quote(external),
+                    "must be format, 'Kind.version.group.com'",
+                ));
+            } else if !seen_external.insert(external.as_str()) {
+                self.errors
+                    .push(FieldError::duplicate(path, quote(external)));
+            }
+        }
+        Integrations {
+            frameworks,
+            external_frameworks,
+            label_keys_to_copy: integrations.label_keys_to_copy.unwrap_or_default(),
+        }
+    }
+
+    fn fair_sharing(&mut self, fair_sharing: v1beta2::FairSharing) -> FairSharing {
+        const PATH: &str = "fairSharing.preemptionStrategies";
+        let names = fair_sharing.preemption_strategies.unwrap_or_default();
+        if names.is_empty() {
+            self.errors
+                .push(FieldError::required(PATH, "must be specified"));
+            return FairSharing {
+                preemption_strategies: Vec::new(),
+            };
+        }
+        let strategies: Option<Vec<PreemptionStrategy>> = names
+            .iter()
+            .map(|name| PreemptionStrategy::from_name(name))
+            .collect();
+        match strategies
+            .filter(|strategies| PREEMPTION_STRATEGY_SETS.contains(&strategies.as_slice()))
+        {
+            Some(preemption_strategies) => FairSharing {
+                preemption_strategies,
+            },
+            None => {
+                let supported: Vec<String> = PREEMPTION_STRATEGY_SETS
+                    .iter()
+                    .map(|set| set.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","))
+                    .collect();
+                self.errors
+                    .push(FieldError::not_supported(PATH, json(&names), &supported));
+                FairSharing {
+                    preemption_strategies: Vec::new(),
+                }
+            }
+        }
+    }
+
+    fn admission_fair_sharing(
+        &mut self,
+        fair_sharing: v1beta2::AdmissionFairSharing,
+    ) -> AdmissionFairSharing {
+        const PATH: &str = "admissionFairSharing";
+        let usage_half_life_time = self.non_negative(
+            &format!("{PATH}.usageHalfLifeTime"),
+            fair_sharing
+                .usage_half_life_time
+                .unwrap_or(GoDuration::ZERO),
+        );
+        let interval = fair_sharing
+            .usage_sampling_interval
+            .filter(|interval| !interval.is_zero())
+            .unwrap_or(DEFAULT_USAGE_SAMPLING_INTERVAL);
+        let usage_sampling_interval = interval.to_std().unwrap_or_else(|| {
+            self.errors.push(FieldError::invalid(
+                format!("{PATH}.usageSamplingInterval"),
+                quote(&interval.to_string()),
+                "must be greater than 0",
+            ));
+            Duration::ZERO
+        });
+        let resource_weights = fair_sharing.resource_weights.unwrap_or_default();
+        for (resource, weight) in &resource_weights {
+            if weight.is_nan() || *weight < 0.0 {
+                self.errors.push(FieldError::invalid(
+                    format!("{PATH}.resourceWeights[{resource}]"),
+                    weight.to_string(),
+                    NEGATIVE,
+                ));
+            }
+        }
+        AdmissionFairSharing {
+            usage_half_life_time,
+            usage_sampling_interval,
+            resource_weights,
+        }
+    }
+
+    fn resources(&mut self, resources: v1beta2::Resources, gates: &FeatureGates) -> Resources {
+        const PATH: &str = "resources";
+        let exclude_resource_prefixes = resources.exclude_resource_prefixes.unwrap_or_default();
+        // Kueue reads quotaCheckStrategy only with its gate on.
+        let quota_check_strategy = match resources.quota_check_strategy.as_deref() {
+            Some(name) if gates.enabled(Feature::QuotaCheckStrategy) => {
+                let strategy = QuotaCheckStrategy::from_name(name);
+                match strategy {
+                    None => self.errors.push(FieldError::not_supported(
+                        format!("{PATH}.quotaCheckStrategy"),
+                        quote(name),
+                        QuotaCheckStrategy::NAMES,
+                    )),
+                    Some(QuotaCheckStrategy::IgnoreUndeclared) if !exclude_resource_prefixes.is_empty() => {
+                        self.errors.push(FieldError::invalid(
+                            format!("{PATH}.quotaCheckStrategy"),
+                            quote(name),
+                            "excludeResourcePrefixes is not allowed when quotaCheckStrategy is IgnoreUndeclared",
+                        ))
+                    }
+                    Some(_) => {}
+                }
+                strategy.unwrap_or(QuotaCheckStrategy::BlockUndeclared)
+            }
+            _ => QuotaCheckStrategy::BlockUndeclared,
+        };
+        let mut inputs = BTreeSet::new();
+        let mut transformations = Vec::new();
+        for (index, transformation) in resources
+            .transformations
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+        {
+            let path = format!("{PATH}.transformations[{index}]");
+            let strategy = match transformation.strategy.as_deref() {
+                None => TransformationStrategy::Retain,
+                Some(name) => TransformationStrategy::from_name(name).unwrap_or_else(|| {
+                    self.errors.push(FieldError::not_supported(
+                        format!("{path}.strategy"),
+                        quote(name),
+                        TransformationStrategy::NAMES,
+                    ));
+                    TransformationStrategy::Retain
+                }),
+            };
+            if !inputs.insert(transformation.input.clone()) {
+                self.errors.push(FieldError::duplicate(
+                    format!("{path}.input"),
+                    quote(&transformation.input),
+                ));
+            }
+            transformations.push(ResourceTransformation {
+                input: transformation.input,
+                strategy,
+                multiply_by: transformation.multiply_by.filter(|name| !name.is_empty()),
+                outputs: transformation.outputs.unwrap_or_default(),
+            });
+        }
+        Resources {
+            quota_check_strategy,
+            exclude_resource_prefixes,
+            transformations,
+        }
+    }
+
+    fn object_retention_policies(
+        &mut self,
+        policies: v1beta2::ObjectRetentionPolicies,
+    ) -> ObjectRetentionPolicies {
+        const PATH: &str = "objectRetentionPolicies.workloads";
+        let workloads = policies.workloads.unwrap_or_default();
+        ObjectRetentionPolicies {
+            workloads: WorkloadRetentionPolicy {
+                after_finished: workloads
+                    .after_finished
+                    .map(|after| self.non_negative(&format!("{PATH}.afterFinished"), after)),
+                after_deactivated_by_kueue: workloads.after_deactivated_by_kueue.map(|after| {
+                    self.non_negative(&format!("{PATH}.afterDeactivatedByKueue"), after)
+                }),
+            },
+        }
+    }
+
+    fn queue_reference_policy(&mut self, policy: &Option<String>) -> QueueReferencePolicy {
+        match policy.as_deref() {
+            None => QueueReferencePolicy::Reject,
+            Some(name) => QueueReferencePolicy::from_name(name).unwrap_or_else(|| {
+                self.errors.push(FieldError::not_supported(
+                    "queueReferencePolicy",
+                    quote(name),
+                    QueueReferencePolicy::NAMES,
+                ));
+                QueueReferencePolicy::Reject
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dns_names() {
+        assert_eq!(dns1123_label_problem("kueue-system"), None);
+        assert!(dns1123_label_problem("Kueue").is_some());
+        assert!(dns1123_label_problem("-a").is_some());
+        assert!(dns1123_label_problem("").is_some());
+        assert_eq!(
+            dns1123_label_problem(&"a".repeat(64)),
+            Some("must be no more than 63 characters")
+        );
+        assert_eq!(dns1035_label_problem("kueue-webhook-service"), None);
+        assert!(dns1035_label_problem("1abc").is_some());
+        assert_eq!(dns1123_subdomain_problem("c1f6bfd2.kueue.x-k8s.io"), None);
+        assert!(dns1123_subdomain_problem("a..b").is_some());
+    }
+
+    #[test]
+    fn kind_version_group() {
+        assert!(is_kind_version_group("Foo.v1.example.com"));
+        assert!(is_kind_version_group(
+            "AppWrapper.v1beta2.workload.codeflare.dev"
+        ));
+        assert!(!is_kind_version_group("Foo.v1"));
+        assert!(!is_kind_version_group(".v1.example.com"));
+    }
+}
