@@ -163,7 +163,7 @@ async fn the_apiserver_calls_a_webhook_registered_by_url() {
     for attempt in 0..50 {
         let name = format!("hooked-{attempt}");
         let job = jobs
-            .create(&PostParams::default(), &job(&name, 1, json!({})))
+            .create(&PostParams::default(), &job(&name, 1, json!({"app": "smoke"})))
             .await
             .expect("create job");
         if job.metadata.labels.unwrap_or_default().get("seen-by-webhook") == Some(&"yes".into()) {

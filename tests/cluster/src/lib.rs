@@ -187,7 +187,7 @@ impl ControlPlane {
                 format!("--service-account-issuer=https://127.0.0.1:{api_port}/"),
                 "--service-cluster-ip-range=10.96.0.0/16".into(),
                 "--authorization-mode=RBAC".into(),
-                "--disable-admission-plugins=ServiceAccount".into(),
+                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition".into(),
                 "--allow-privileged=true".into(),
                 "--profiling=false".into(),
             ],
