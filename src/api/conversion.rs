@@ -2,8 +2,10 @@
 //! needs it.
 //!
 //! ClusterQueue, LocalQueue, Workload, Cohort and MultiKueueCluster differ between the versions
-//! and go through their typed `From` conversions (see [`super::v1beta1`]); the other Kueue kinds
-//! have the same schema in both versions and only get their `apiVersion` rewritten. The object's
+//! and go through their typed `From` conversions (see [`super::v1beta1`]). The other Kueue kinds
+//! are converted by the apiserver itself (strategy `None`); for them only `apiVersion` is
+//! rewritten, as the apiserver does, which then prunes the few fields one version lacks
+//! (AdmissionCheck's `retryDelayMinutes`, MultiKueueConfig's `quotaManagement`). The object's
 //! `metadata` is returned exactly as it came in, since the apiserver rejects a conversion that
 //! changes anything in it but labels and annotations.
 
@@ -82,8 +84,8 @@ enum KindConversion {
     Workload,
     Cohort,
     MultiKueueCluster,
-    /// Same schema in both versions: only `apiVersion` changes.
-    SameSchema,
+    /// Converted by the apiserver (strategy `None`): only `apiVersion` changes.
+    ApiVersionOnly,
 }
 
 impl KindConversion {
@@ -99,7 +101,7 @@ impl KindConversion {
             | "ProvisioningRequestConfig"
             | "ResourceFlavor"
             | "Topology"
-            | "WorkloadPriorityClass" => Self::SameSchema,
+            | "WorkloadPriorityClass" => Self::ApiVersionOnly,
             _ => return None,
         })
     }
@@ -128,7 +130,7 @@ pub fn convert(mut object: Value, desired_api_version: &str) -> Result<Value, Co
             to: desired_api_version.to_owned(),
         });
     };
-    let kind = kind.to_owned();
+    let (kind, api_version) = (kind.to_owned(), api_version.to_owned());
     let upgrade = from == Version::V1beta1 && to == Version::V1beta2;
     let metadata = object.get("metadata").cloned();
     let converted = match conversion {
@@ -145,7 +147,7 @@ pub fn convert(mut object: Value, desired_api_version: &str) -> Result<Value, Co
         KindConversion::MultiKueueCluster => {
             between::<v1beta1::MultiKueueCluster, v1beta2::MultiKueueCluster>(object, upgrade)
         }
-        KindConversion::SameSchema => {
+        KindConversion::ApiVersionOnly => {
             if let Some(fields) = object.as_object_mut() {
                 fields.insert(
                     "apiVersion".to_owned(),
@@ -157,26 +159,16 @@ pub fn convert(mut object: Value, desired_api_version: &str) -> Result<Value, Co
     };
     let mut converted = converted.map_err(|failure| match failure {
         Failure::Decode(source) => ConversionError::Invalid {
-            kind: kind.clone(),
-            api_version: api_version_of(from).to_owned(),
+            kind,
+            api_version,
             source,
         },
-        Failure::Encode(source) => ConversionError::Encode {
-            kind: kind.clone(),
-            source,
-        },
+        Failure::Encode(source) => ConversionError::Encode { kind, source },
     })?;
     if let (Some(metadata), Some(fields)) = (metadata, converted.as_object_mut()) {
         fields.insert("metadata".to_owned(), metadata);
     }
     Ok(converted)
-}
-
-fn api_version_of(version: Version) -> &'static str {
-    match version {
-        Version::V1beta1 => v1beta1::API_VERSION,
-        Version::V1beta2 => v1beta2::API_VERSION,
-    }
 }
 
 fn string_field<'a>(object: &'a Value, field: &'static str) -> Result<&'a str, ConversionError> {
@@ -331,7 +323,7 @@ mod tests {
     }
 
     #[test]
-    fn same_schema_kinds_only_change_api_version() {
+    fn kinds_without_webhook_only_change_api_version() {
         let flavor = json!({
             "apiVersion": "kueue.x-k8s.io/v1beta1",
             "kind": "ResourceFlavor",
