@@ -19,6 +19,8 @@ pub mod jobset;
 pub mod podset;
 pub mod quantity;
 pub mod ray;
+pub mod raycluster;
+pub mod rayjob;
 pub mod requests;
 pub mod validation;
 
@@ -26,8 +28,6 @@ mod jaxjob;
 mod mpijob;
 mod paddlejob;
 mod pytorchjob;
-mod raycluster;
-mod rayjob;
 mod tfjob;
 mod xgboostjob;
 
@@ -52,7 +52,7 @@ pub use xgboostjob::XGBOOST_JOB;
 /// Label on a job naming the LocalQueue it is submitted to.
 pub const QUEUE_NAME_LABEL: &str = "kueue.x-k8s.io/queue-name";
 
-/// Every job kind Kuota integrates with, in Kueue's registration order.
+/// Every job kind Kuota integrates with.
 pub static FRAMEWORKS: &[&dyn JobFramework] = &[
     &BatchJob,
     &JobSet,

@@ -52,7 +52,11 @@ impl JobFramework for RayJob {
                 };
                 pod_sets.push(PodSet::new(SUBMITTER_POD_SET, template, 1));
             }
-            "SidecarMode" => ray::push_container(&mut pod_sets[0], submitter_container()),
+            "SidecarMode" => {
+                if let Some(head) = pod_sets.first_mut() {
+                    ray::push_container(head, submitter_container());
+                }
+            }
             _ => {}
         }
         Ok(pod_sets)
