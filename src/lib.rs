@@ -4,4 +4,5 @@
 pub mod api;
 pub mod cli;
 pub mod config;
+pub mod jobs;
 pub mod telemetry;
