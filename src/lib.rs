@@ -1,2 +1,4 @@
 #![forbid(unsafe_code)]
 pub mod certs;
+pub mod metrics;
+pub mod webhook;
