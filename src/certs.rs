@@ -187,7 +187,10 @@ impl CertificateAuthority {
         let not_after = add_duration(now, validity)?.min(self.not_after);
 
         let mut params = CertificateParams::default();
-        let common_name = dns_names.first().map(String::as_str).unwrap_or("kuota-webhook");
+        let common_name = dns_names
+            .first()
+            .map(String::as_str)
+            .unwrap_or("kuota-webhook");
         params.distinguished_name = distinguished_name(common_name, None);
         params.subject_alt_names = subject_alt_names(dns_names, ip_addresses)?;
         params.is_ca = IsCa::ExplicitNoCa;
@@ -442,10 +445,7 @@ mod tests {
         let (_, pem) = x509_parser::pem::parse_x509_pem(serving.cert_pem.as_bytes()).unwrap();
         let leaf = pem.parse_x509().unwrap();
         assert_eq!(leaf.issuer().to_string(), "CN=kueue-ca, O=kueue");
-        assert_eq!(
-            leaf.subject().to_string(),
-            "CN=kueue-webhook-service"
-        );
+        assert_eq!(leaf.subject().to_string(), "CN=kueue-webhook-service");
         let (_, ca_pem) = x509_parser::pem::parse_x509_pem(ca.cert_pem().as_bytes()).unwrap();
         let ca_cert = ca_pem.parse_x509().unwrap();
         leaf.verify_signature(Some(ca_cert.public_key())).unwrap();
@@ -463,7 +463,8 @@ mod tests {
     #[test]
     fn ca_loaded_from_pem_issues_certs_that_verify_against_it() {
         let original = ca();
-        let loaded = CertificateAuthority::from_pem(original.cert_pem(), original.key_pem()).unwrap();
+        let loaded =
+            CertificateAuthority::from_pem(original.cert_pem(), original.key_pem()).unwrap();
         assert_eq!(loaded.not_after(), original.not_after());
         let serving = loaded
             .issue_serving_cert(&["svc.ns.svc".to_owned()], &[], DAY)
@@ -481,7 +482,9 @@ mod tests {
     #[test]
     fn loading_a_leaf_as_ca_is_rejected() {
         let ca = ca();
-        let serving = ca.issue_serving_cert(&["x.example".to_owned()], &[], DAY).unwrap();
+        let serving = ca
+            .issue_serving_cert(&["x.example".to_owned()], &[], DAY)
+            .unwrap();
         let err = CertificateAuthority::from_pem(&serving.cert_pem, &serving.key_pem).unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -505,18 +508,64 @@ mod tests {
         let info = inspect_certificate(&serving.cert_pem).unwrap();
         let at = |offset: SignedDuration| info.not_after.checked_sub(offset).unwrap();
         let cases = [
-            ("well inside validity", at(SignedDuration::from_hours(5 * 24)), DAY, false),
-            ("just outside the margin", at(SignedDuration::from_hours(24) + SignedDuration::from_secs(1)), DAY, false),
-            ("exactly at the margin", at(SignedDuration::from_hours(24)), DAY, true),
-            ("inside the margin", at(SignedDuration::from_hours(1)), DAY, true),
-            ("expired", info.not_after.checked_add(SignedDuration::from_secs(1)).unwrap(), Duration::ZERO, true),
-            ("not yet valid", info.not_before.checked_sub(SignedDuration::from_secs(1)).unwrap(), Duration::ZERO, true),
+            (
+                "well inside validity",
+                at(SignedDuration::from_hours(5 * 24)),
+                DAY,
+                false,
+            ),
+            (
+                "just outside the margin",
+                at(SignedDuration::from_hours(24) + SignedDuration::from_secs(1)),
+                DAY,
+                false,
+            ),
+            (
+                "exactly at the margin",
+                at(SignedDuration::from_hours(24)),
+                DAY,
+                true,
+            ),
+            (
+                "inside the margin",
+                at(SignedDuration::from_hours(1)),
+                DAY,
+                true,
+            ),
+            (
+                "expired",
+                info.not_after
+                    .checked_add(SignedDuration::from_secs(1))
+                    .unwrap(),
+                Duration::ZERO,
+                true,
+            ),
+            (
+                "not yet valid",
+                info.not_before
+                    .checked_sub(SignedDuration::from_secs(1))
+                    .unwrap(),
+                Duration::ZERO,
+                true,
+            ),
         ];
         for (name, now, margin, expected) in cases {
-            assert_eq!(needs_rotation(&serving.cert_pem, now, margin), expected, "{name}");
+            assert_eq!(
+                needs_rotation(&serving.cert_pem, now, margin),
+                expected,
+                "{name}"
+            );
         }
-        assert!(needs_rotation("not a certificate", Timestamp::now(), Duration::ZERO));
-        assert!(needs_rotation(&serving.key_pem, Timestamp::now(), Duration::ZERO));
+        assert!(needs_rotation(
+            "not a certificate",
+            Timestamp::now(),
+            Duration::ZERO
+        ));
+        assert!(needs_rotation(
+            &serving.key_pem,
+            Timestamp::now(),
+            Duration::ZERO
+        ));
     }
 
     #[test]
@@ -526,16 +575,31 @@ mod tests {
         let hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
         let serving = write_dev_certs(&out, &hosts).unwrap();
 
-        assert_eq!(fs::read_to_string(out.join("ca.crt")).unwrap(), serving.ca_pem);
-        assert_eq!(fs::read_to_string(out.join("tls.crt")).unwrap(), serving.cert_pem);
-        assert_eq!(fs::read_to_string(out.join("tls.key")).unwrap(), serving.key_pem);
+        assert_eq!(
+            fs::read_to_string(out.join("ca.crt")).unwrap(),
+            serving.ca_pem
+        );
+        assert_eq!(
+            fs::read_to_string(out.join("tls.crt")).unwrap(),
+            serving.cert_pem
+        );
+        assert_eq!(
+            fs::read_to_string(out.join("tls.key")).unwrap(),
+            serving.key_pem
+        );
         let info = inspect_certificate(&serving.cert_pem).unwrap();
         assert_eq!(info.dns_names, vec!["localhost"]);
-        assert_eq!(info.ip_addresses, vec!["127.0.0.1".parse::<IpAddr>().unwrap()]);
+        assert_eq!(
+            info.ip_addresses,
+            vec!["127.0.0.1".parse::<IpAddr>().unwrap()]
+        );
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = fs::metadata(out.join("tls.key")).unwrap().permissions().mode();
+            let mode = fs::metadata(out.join("tls.key"))
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
     }

@@ -12,7 +12,8 @@ use prometheus_client::registry::Registry;
 use std::fmt::Write;
 
 /// Content type of [`Metrics::encode`]'s output (OpenMetrics text).
-pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The registry with every metric Kuota exports.
 #[derive(Debug)]
@@ -115,9 +116,9 @@ pub struct PathLabels {
     pub path: String,
 }
 
-/// Labels of `kuota_webhook_certificate_reloads_total`.
+/// Labels of `kuota_webhook_certificate_loads_total`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub struct ReloadLabels {
+pub struct LoadLabels {
     /// `success` or `failure`.
     pub result: &'static str,
 }
@@ -132,7 +133,7 @@ type HistogramFamily = Family<PathLabels, Histogram, fn() -> Histogram>;
 pub struct WebhookMetrics {
     requests: Family<RequestLabels, Counter>,
     duration: HistogramFamily,
-    certificate_reloads: Family<ReloadLabels, Counter>,
+    certificate_loads: Family<LoadLabels, Counter>,
     certificate_not_after: Gauge,
 }
 
@@ -149,7 +150,7 @@ impl WebhookMetrics {
         let metrics = Self {
             requests: Family::default(),
             duration: Family::new_with_constructor(duration_histogram),
-            certificate_reloads: Family::default(),
+            certificate_loads: Family::default(),
             certificate_not_after: Gauge::default(),
         };
         registry.register(
@@ -163,9 +164,9 @@ impl WebhookMetrics {
             metrics.duration.clone(),
         );
         registry.register(
-            "kuota_webhook_certificate_reloads",
-            "Serving certificate replacements by result",
-            metrics.certificate_reloads.clone(),
+            "kuota_webhook_certificate_loads",
+            "Serving certificates loaded (success) or refused (failure)",
+            metrics.certificate_loads.clone(),
         );
         registry.register(
             "kuota_webhook_certificate_not_after_seconds",
@@ -189,15 +190,15 @@ impl WebhookMetrics {
     /// Records that a serving certificate expiring at `not_after` was loaded.
     pub fn certificate_loaded(&self, not_after: jiff::Timestamp) {
         self.certificate_not_after.set(not_after.as_second());
-        self.certificate_reloads
-            .get_or_create(&ReloadLabels { result: "success" })
+        self.certificate_loads
+            .get_or_create(&LoadLabels { result: "success" })
             .inc();
     }
 
     /// Records that a replacement certificate was rejected and the old one kept.
     pub fn certificate_rejected(&self) {
-        self.certificate_reloads
-            .get_or_create(&ReloadLabels { result: "failure" })
+        self.certificate_loads
+            .get_or_create(&LoadLabels { result: "failure" })
             .inc();
     }
 }
@@ -235,7 +236,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("kuota_webhook_certificate_reloads_total{result=\"success\"} 1\n"),
+            text.contains("kuota_webhook_certificate_loads_total{result=\"success\"} 1\n"),
             "{text}"
         );
         assert!(

@@ -102,7 +102,12 @@ pub fn convert_objects(request: ConversionRequest, converter: &Converter) -> Con
 }
 
 fn object_identity(object: &Value) -> String {
-    let field = |pointer: &str| object.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+    let field = |pointer: &str| {
+        object
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
     let namespace = field("/metadata/namespace");
     let name = field("/metadata/name");
     let kind = field("/kind");
@@ -182,7 +187,11 @@ mod tests {
         let cases: [(&str, &[u8], &str); 7] = [
             ("empty", b"", "request body is empty"),
             ("blank", b" \n", "request body is empty"),
-            ("not json", b"hello", "request body is not JSON: expected value at line 1 column 1"),
+            (
+                "not json",
+                b"hello",
+                "request body is not JSON: expected value at line 1 column 1",
+            ),
             (
                 "truncated",
                 truncated.as_bytes(),

@@ -37,8 +37,8 @@ pub struct RequestLimits {
     /// Time from the request head to the answer (body read and handler included); after it
     /// the client gets HTTP 408. The API server itself gives up after at most 30 s.
     pub request_timeout: Duration,
-    /// Time a connection may take to send a complete request head, and the longest an idle
-    /// HTTP/1 keep-alive connection is kept.
+    /// Time a new connection may take to send its first request (any protocol) or an HTTP/1
+    /// request head; also the longest an idle HTTP/1 keep-alive connection is kept.
     pub header_read_timeout: Duration,
     /// Time a client may take for the TLS handshake.
     pub tls_handshake_timeout: Duration,
@@ -123,8 +123,8 @@ impl WebhookState {
     }
 
     fn path_label(&self, path: &str) -> String {
-        let served = self.routes.contains_key(path)
-            || (path == CONVERT_PATH && self.converter.is_some());
+        let served =
+            self.routes.contains_key(path) || (path == CONVERT_PATH && self.converter.is_some());
         if served { path } else { UNMATCHED_PATH }.to_owned()
     }
 }
@@ -212,10 +212,12 @@ async fn admit(State(state): State<WebhookState>, request: Request) -> Response 
         span.record("kind", review::kind_label(&request));
         span.record("namespace", request.namespace.as_deref().unwrap_or(""));
         span.record("name", request.name.as_str());
-        span.record("operation", format!("{:?}", request.operation).to_uppercase());
+        span.record(
+            "operation",
+            format!("{:?}", request.operation).to_uppercase(),
+        );
 
-        let response = if route.webhook_type == WebhookType::Mutating && !route.matches(&request)
-        {
+        let response = if route.webhook_type == WebhookType::Mutating && !route.matches(&request) {
             // The configuration sent us a kind this path does not mutate. Denying (failing
             // closed) would block every such object in the cluster over a configuration
             // mismatch, so the object passes unchanged; validating paths decide for themselves.
@@ -259,7 +261,12 @@ async fn admit(State(state): State<WebhookState>, request: Request) -> Response 
 }
 
 async fn convert(State(state): State<WebhookState>, request: Request) -> Response {
-    let span = info_span!("conversion", uid = Empty, desired_api_version = Empty, objects = Empty);
+    let span = info_span!(
+        "conversion",
+        uid = Empty,
+        desired_api_version = Empty,
+        objects = Empty
+    );
     async move {
         let Some(converter) = state.converter.clone() else {
             return not_found_at(CONVERT_PATH);
@@ -293,27 +300,29 @@ async fn convert(State(state): State<WebhookState>, request: Request) -> Respons
 
 /// Reads the body within the size limit set by `DefaultBodyLimit`.
 async fn read_body(request: Request, state: &WebhookState) -> Result<Bytes, Response> {
-    Bytes::from_request(request, state).await.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            let limit = state.limits.max_body_bytes;
-            warn!(limit, "request body too large");
-            error_response(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "RequestEntityTooLarge",
-                &format!("request body exceeds the limit of {limit} bytes"),
-                RequestResult::TooLarge,
-            )
-        } else {
-            let message = rejection.body_text();
-            warn!(%message, "cannot read request body");
-            error_response(
-                StatusCode::BAD_REQUEST,
-                "BadRequest",
-                &message,
-                RequestResult::Malformed,
-            )
-        }
-    })
+    Bytes::from_request(request, state)
+        .await
+        .map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                let limit = state.limits.max_body_bytes;
+                warn!(limit, "request body too large");
+                error_response(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "RequestEntityTooLarge",
+                    &format!("request body exceeds the limit of {limit} bytes"),
+                    RequestResult::TooLarge,
+                )
+            } else {
+                let message = rejection.body_text();
+                warn!(%message, "cannot read request body");
+                error_response(
+                    StatusCode::BAD_REQUEST,
+                    "BadRequest",
+                    &message,
+                    RequestResult::Malformed,
+                )
+            }
+        })
 }
 
 fn malformed(err: &ReviewError) -> Response {
@@ -349,7 +358,12 @@ async fn method_not_allowed(request: Request) -> Response {
     )
 }
 
-fn error_response(status: StatusCode, reason: &str, message: &str, result: RequestResult) -> Response {
+fn error_response(
+    status: StatusCode,
+    reason: &str,
+    message: &str,
+    result: RequestResult,
+) -> Response {
     let body = review::error_status(status.as_u16(), reason, message);
     with_result((status, Json(body)).into_response(), result)
 }

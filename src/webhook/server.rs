@@ -160,6 +160,8 @@ pub async fn serve(
         .keep_alive_interval(Some(Duration::from_secs(20)))
         .keep_alive_timeout(Duration::from_secs(20));
     let webhook_control = axum_server::Handle::new();
+    // Also bounds HTTP/2 connections, which the HTTP/1 header timeout does not cover.
+    let webhook_server = webhook_server.first_request_timeout(limits.header_read_timeout);
     let app = router(state);
     let webhook_task = tokio::spawn(
         webhook_server
@@ -178,9 +180,8 @@ pub async fn serve(
             .await
     });
 
-    let watcher_task = cert_dir.map(|(dir, interval)| {
-        tokio::spawn(tls::watch_cert_dir(tls.clone(), dir, interval))
-    });
+    let watcher_task = cert_dir
+        .map(|(dir, interval)| tokio::spawn(tls::watch_cert_dir(tls.clone(), dir, interval)));
 
     readiness.set_ready(WEBHOOK_COMPONENT);
     info!(%webhook_address, %health_address, not_after = %tls.not_after(), "webhook server listening");
@@ -281,10 +282,12 @@ fn unexpected_end(
     listener: &'static str,
     ended: Result<std::io::Result<()>, tokio::task::JoinError>,
 ) -> ServerError {
-    flatten(listener, ended).err().unwrap_or(ServerError::Serve {
-        listener,
-        source: std::io::Error::other("listener stopped unexpectedly"),
-    })
+    flatten(listener, ended)
+        .err()
+        .unwrap_or(ServerError::Serve {
+            listener,
+            source: std::io::Error::other("listener stopped unexpectedly"),
+        })
 }
 
 fn flatten(

@@ -169,8 +169,8 @@ impl TlsHandle {
 }
 
 fn checked_config(cert_pem: &str, key_pem: &str) -> Result<(ServerConfig, Timestamp), TlsError> {
-    let info =
-        certs::inspect_certificate(cert_pem).map_err(|err| TlsError::Certificate(err.to_string()))?;
+    let info = certs::inspect_certificate(cert_pem)
+        .map_err(|err| TlsError::Certificate(err.to_string()))?;
     if info.not_after <= Timestamp::now() {
         return Err(TlsError::Expired(info.not_after));
     }
@@ -263,7 +263,9 @@ mod tests {
         let second = serving(&ca);
         let handle = TlsHandle::new(&first.cert_pem, &first.key_pem).unwrap();
 
-        let err = handle.replace(&second.cert_pem, &first.key_pem).unwrap_err();
+        let err = handle
+            .replace(&second.cert_pem, &first.key_pem)
+            .unwrap_err();
         assert!(
             matches!(
                 err,
@@ -278,6 +280,20 @@ mod tests {
         handle.replace(&second.cert_pem, &second.key_pem).unwrap();
         assert_eq!(handle.cert_pem(), second.cert_pem);
         assert_eq!(handle.not_after(), second.not_after);
+    }
+
+    #[test]
+    fn expired_certificate_is_rejected() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        params.not_before = rcgen::date_time_ymd(2019, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2020, 1, 1);
+        let cert = params.self_signed(&key).unwrap();
+        let err = TlsHandle::new(&cert.pem(), &key.serialize_pem()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "certificate expired at 2020-01-01T00:00:00Z"
+        );
     }
 
     #[test]
