@@ -2,7 +2,10 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod certs;
 pub mod cli;
 pub mod config;
 pub mod jobs;
+pub mod metrics;
 pub mod telemetry;
+pub mod webhook;
