@@ -1,6 +1,7 @@
 //! Kuota: Kubernetes-native job queueing and quota admission, a drop-in for Kueue's API.
 #![forbid(unsafe_code)]
 
+pub mod admitter;
 pub mod api;
 pub mod certs;
 pub mod cli;

@@ -1,0 +1,504 @@
+//! One scheduling cycle (Kueue `scheduler.go` `schedule`), generalised to admit many workloads
+//! per ClusterQueue: the cycle runs rounds against one working copy of the snapshot; each round
+//! takes the head of every ClusterQueue, assigns flavors, orders the heads as Kueue does
+//! (classical or fair sharing) and processes them, so later rounds see the quota taken earlier.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::decision::{Decision, EvictionReason, PendingReason, Victim};
+use super::fair_sharing::{self, Contender};
+use super::flavor::{self, Assignment, Mode};
+use super::model::{
+    FlavorResource, PreemptionPolicy, Quantity, QueueingStrategy, StopPolicy, Workload,
+};
+use super::preemption::{self, Target};
+use super::queue::{Queues, Shape, Verdict};
+use super::snapshot::{Inactive, Snapshot};
+
+/// A head with its flavor assignment and preemption targets.
+struct Entry {
+    workload: Workload,
+    cq: usize,
+    assignment: Assignment,
+    targets: Vec<Target>,
+}
+
+/// Whether processing an entry settled it or it must be retried in the next round.
+#[derive(PartialEq, Eq)]
+enum Outcome {
+    Settled,
+    Retry,
+}
+
+/// Runs one scheduling cycle: decides admissions, preemptions, evictions and inadmissibility
+/// for the workloads in `queues` against `snapshot`, and updates `queues` accordingly (admitted
+/// workloads leave them, inadmissible ones are parked or block a StrictFIFO queue).
+pub fn cycle(snapshot: &Snapshot, queues: &mut Queues) -> Vec<Decision> {
+    let mut work = snapshot.clone();
+    let mut decisions = Vec::new();
+    drain_stopped_queues(&work, &mut decisions);
+    queues.apply_backoff(work.now);
+    reject_unschedulable_queues(&work, queues, &mut decisions);
+    // Workloads that wait without re-evaluation (blocked StrictFIFO heads, preemptors) keep
+    // holding back their capacity, as Kueue's heads do by reserving it again every cycle.
+    let held: Vec<(usize, BTreeMap<FlavorResource, Quantity>)> = queues
+        .holds()
+        .filter_map(|(name, held)| work.cq_index.get(name).map(|&cq| (cq, held.clone())))
+        .collect();
+    for (cq, held) in held {
+        work.add_cq_usage(cq, &held);
+    }
+
+    loop {
+        let heads = pop_heads(&work, queues, &mut decisions);
+        if heads.is_empty() {
+            break;
+        }
+        let mut entries = Vec::with_capacity(heads.len());
+        let mut settled_any = false;
+        for (workload, cq) in heads {
+            if let Some(verdict) = namespace_mismatch(&work, &workload, cq) {
+                settled_any = true;
+                decisions.push(Decision::Inadmissible {
+                    workload: workload.key.clone(),
+                    reason: verdict.reason,
+                    message: verdict.message,
+                });
+                queues.park(workload, false, BTreeMap::new());
+                continue;
+            }
+            let (assignment, targets) = assignments(&mut work, &workload, cq);
+            entries.push(Entry {
+                workload,
+                cq,
+                assignment,
+                targets,
+            });
+        }
+        let mut round = Round {
+            work: &mut work,
+            queues,
+            decisions: &mut decisions,
+            reservations: Vec::new(),
+        };
+        if !round.process(entries) && !settled_any {
+            break;
+        }
+    }
+    decisions
+}
+
+/// Evicts the workloads admitted to queues with `stopPolicy: HoldAndDrain`.
+fn drain_stopped_queues(work: &Snapshot, decisions: &mut Vec<Decision>) {
+    for cq in work
+        .cqs
+        .iter()
+        .filter(|cq| cq.spec.stop_policy == StopPolicy::HoldAndDrain)
+    {
+        for workload in cq
+            .workloads
+            .iter()
+            .filter_map(|key| work.workloads.get(key))
+        {
+            if !workload.workload.evicted {
+                decisions.push(Decision::Evict {
+                    workload: workload.workload.key.clone(),
+                    reason: EvictionReason::ClusterQueueStopped,
+                    message: "The ClusterQueue is stopped".to_owned(),
+                });
+            }
+        }
+    }
+}
+
+/// Parks the workloads of queues that are missing, stopped or inactive.
+fn reject_unschedulable_queues(
+    work: &Snapshot,
+    queues: &mut Queues,
+    decisions: &mut Vec<Decision>,
+) {
+    for name in queues.active_queue_names() {
+        let verdict = match work.cq_index.get(&name).map(|&cq| work.cqs[cq].inactive) {
+            None => Verdict {
+                reason: PendingReason::Misconfigured,
+                message: format!("ClusterQueue {name} doesn't exist"),
+            },
+            Some(Some(Inactive::Stopped)) => Verdict {
+                reason: PendingReason::Suspended,
+                message: format!("ClusterQueue {name} is stopped"),
+            },
+            Some(Some(Inactive::NotActive)) => Verdict {
+                reason: PendingReason::Suspended,
+                message: format!("ClusterQueue {name} is inactive"),
+            },
+            Some(None) => continue,
+        };
+        for workload in queues.drain_active(&name) {
+            decisions.push(Decision::Inadmissible {
+                workload: workload.key.clone(),
+                reason: verdict.reason,
+                message: verdict.message.clone(),
+            });
+            queues.park(workload, false, BTreeMap::new());
+        }
+    }
+}
+
+/// Pops one head per schedulable queue; under BestEffortFIFO, workloads shaped like one that
+/// already failed are parked with the same verdict instead of being evaluated again.
+fn pop_heads(
+    work: &Snapshot,
+    queues: &mut Queues,
+    decisions: &mut Vec<Decision>,
+) -> Vec<(Workload, usize)> {
+    let mut heads = Vec::new();
+    for name in queues.active_queue_names() {
+        if queues.is_blocked(&name) {
+            continue;
+        }
+        let Some(&cq) = work.cq_index.get(&name) else {
+            continue;
+        };
+        let best_effort = work.cqs[cq].spec.queueing_strategy == QueueingStrategy::BestEffortFifo;
+        while let Some(workload) = queues.pop(&name) {
+            if workload.admission.is_some() {
+                queues.forget(&workload.key);
+                continue;
+            }
+            if best_effort
+                && let Some(verdict) = queues.failed_shape(&name, &Shape::of(&workload)).cloned()
+            {
+                decisions.push(Decision::Inadmissible {
+                    workload: workload.key.clone(),
+                    reason: verdict.reason,
+                    message: verdict.message,
+                });
+                queues.park(workload, false, BTreeMap::new());
+                continue;
+            }
+            heads.push((workload, cq));
+            break;
+        }
+    }
+    heads
+}
+
+/// Kueue's namespace admissibility check.
+fn namespace_mismatch(work: &Snapshot, workload: &Workload, cq: usize) -> Option<Verdict> {
+    let selector = work.cqs[cq].spec.namespace_selector.as_ref();
+    if selector.is_some_and(|selector| selector.matches(&workload.namespace_labels)) {
+        return None;
+    }
+    Some(Verdict {
+        reason: PendingReason::Misconfigured,
+        message: "workload namespace doesn't match ClusterQueue selector".to_owned(),
+    })
+}
+
+/// Kueue's `getInitialAssignments`: the full assignment if it fits or can preempt, otherwise
+/// the largest partial admission that does (when allowed), otherwise the failing full one.
+fn assignments(work: &mut Snapshot, workload: &Workload, cq: usize) -> (Assignment, Vec<Target>) {
+    let full = flavor::assign(work, workload, cq, None);
+    match full.mode() {
+        Mode::Fit => return (full, Vec::new()),
+        Mode::Preempt => {
+            let targets = targets_for(work, workload, cq, &full);
+            if !targets.is_empty() {
+                return (full, targets);
+            }
+        }
+        Mode::NoFit => {}
+    }
+    if work.config.partial_admission
+        && let Some(partial) = partial_assignment(work, workload, cq)
+    {
+        return partial;
+    }
+    (full, Vec::new())
+}
+
+fn targets_for(
+    work: &mut Snapshot,
+    workload: &Workload,
+    cq: usize,
+    assignment: &Assignment,
+) -> Vec<Target> {
+    preemption::targets(
+        work,
+        workload,
+        cq,
+        &assignment.needs_preemption(),
+        &assignment.usage,
+    )
+}
+
+/// Kueue's `PodSetReducer`: binary search for the largest counts between `minCount` and `count`
+/// that fit or can preempt.
+fn partial_assignment(
+    work: &mut Snapshot,
+    workload: &Workload,
+    cq: usize,
+) -> Option<(Assignment, Vec<Target>)> {
+    let full_counts: Vec<i64> = workload
+        .pod_sets
+        .iter()
+        .map(|pod_set| i64::from(pod_set.count))
+        .collect();
+    let deltas: Vec<i64> = workload
+        .pod_sets
+        .iter()
+        .map(|pod_set| i64::from(pod_set.count - pod_set.min_count.unwrap_or(pod_set.count)).max(0))
+        .collect();
+    let total: i64 = deltas.iter().sum();
+    if total == 0 {
+        return None;
+    }
+
+    let (mut low, mut high) = (0, total + 1);
+    let mut last_good: Option<(i64, Assignment, Vec<Target>)> = None;
+    while low < high {
+        let step = low + (high - low) / 2;
+        let counts: Vec<i32> = full_counts
+            .iter()
+            .zip(&deltas)
+            .map(|(count, delta)| i32::try_from(count - delta * step / total).unwrap_or(0))
+            .collect();
+        let assignment = flavor::assign(work, workload, cq, Some(&counts));
+        let candidate = match assignment.mode() {
+            Mode::Fit => Some((assignment, Vec::new())),
+            Mode::Preempt => {
+                let targets = targets_for(work, workload, cq, &assignment);
+                (!targets.is_empty()).then_some((assignment, targets))
+            }
+            Mode::NoFit => None,
+        };
+        match candidate {
+            Some((assignment, targets)) => {
+                last_good = Some((step, assignment, targets));
+                high = step;
+            }
+            None => low = step + 1,
+        }
+    }
+    last_good
+        .filter(|(step, _, _)| *step == low)
+        .map(|(_, assignment, targets)| (assignment, targets))
+}
+
+/// Kueue's `quotaResourcesToReserve`: what a workload that needs preemption but found no
+/// victims holds back, so that lower entries cannot take the capacity it waits for.
+fn resources_to_reserve(
+    work: &Snapshot,
+    cq: usize,
+    assignment: &Assignment,
+) -> BTreeMap<FlavorResource, Quantity> {
+    let node = &work.cqs[cq].node;
+    assignment
+        .usage
+        .iter()
+        .map(|(fr, usage)| {
+            let quota = node.quota(fr);
+            let used = node.used(fr);
+            let reserved = if assignment.borrowing > 0 {
+                match quota.borrowing_limit {
+                    None => *usage,
+                    Some(limit) => {
+                        (*usage).min(quota.nominal.saturating_add(limit).saturating_sub(used))
+                    }
+                }
+            } else {
+                (*usage).min(quota.nominal.saturating_sub(used)).max(0)
+            };
+            (fr.clone(), reserved)
+        })
+        .collect()
+}
+
+/// The state one round of a cycle works on.
+struct Round<'a> {
+    work: &'a mut Snapshot,
+    queues: &'a mut Queues,
+    decisions: &'a mut Vec<Decision>,
+    /// Capacity held back for heads that wait for quota, released when the round ends (a round
+    /// is what a whole cycle is in Kueue).
+    reservations: Vec<(usize, BTreeMap<FlavorResource, Quantity>)>,
+}
+
+impl Round<'_> {
+    /// Processes the entries in Kueue's order; returns whether any of them was settled.
+    fn process(&mut self, mut entries: Vec<Entry>) -> bool {
+        let mut settled_any = false;
+        if self.work.config.fair_sharing.is_some() {
+            while !entries.is_empty() {
+                let contenders: Vec<Contender<'_>> = entries
+                    .iter()
+                    .map(|entry| Contender {
+                        cq: entry.cq,
+                        usage: &entry.assignment.usage,
+                        priority: entry.workload.priority,
+                        timestamp: entry.workload.queue_timestamp,
+                    })
+                    .collect();
+                let next = fair_sharing::next_contender(self.work, &contenders).unwrap_or(0);
+                let entry = entries.remove(next);
+                settled_any |= self.process_entry(entry) == Outcome::Settled;
+            }
+        } else {
+            // Non-borrowing first, then higher priority, then older.
+            entries.sort_by(|a, b| {
+                a.assignment
+                    .borrowing
+                    .cmp(&b.assignment.borrowing)
+                    .then_with(|| b.workload.priority.cmp(&a.workload.priority))
+                    .then_with(|| a.workload.queue_timestamp.cmp(&b.workload.queue_timestamp))
+            });
+            for entry in entries {
+                settled_any |= self.process_entry(entry) == Outcome::Settled;
+            }
+        }
+        for (cq, reserved) in std::mem::take(&mut self.reservations) {
+            self.work.remove_cq_usage(cq, &reserved);
+        }
+        settled_any
+    }
+
+    fn process_entry(&mut self, entry: Entry) -> Outcome {
+        let Entry {
+            workload,
+            cq,
+            assignment,
+            targets,
+        } = entry;
+        let spec = Arc::clone(&self.work.cqs[cq].spec);
+        let mode = assignment.mode();
+
+        if mode == Mode::NoFit {
+            let verdict = Verdict {
+                reason: assignment.no_fit_reason.unwrap_or(PendingReason::Pending),
+                message: assignment.message(),
+            };
+            self.reject(workload, cq, verdict, BTreeMap::new());
+            return Outcome::Settled;
+        }
+        if mode == Mode::Preempt && targets.is_empty() {
+            // Kueue holds back the capacity such a head waits for, unless it can always reclaim.
+            let reserved = if spec.preemption.reclaim_within_cohort == PreemptionPolicy::Any {
+                BTreeMap::new()
+            } else {
+                resources_to_reserve(self.work, cq, &assignment)
+            };
+            self.work.add_cq_usage(cq, &reserved);
+            let verdict = Verdict {
+                reason: PendingReason::WaitingForQuota,
+                message: assignment.message(),
+            };
+            self.reject(workload, cq, verdict, reserved);
+            return Outcome::Settled;
+        }
+
+        // Earlier entries of this round may have claimed the victims or taken the quota.
+        if targets
+            .iter()
+            .any(|target| self.work.claimed.contains(&target.workload.workload.key))
+            || !self.fits_after_preemption(cq, &assignment, &targets)
+        {
+            self.queues.restore(workload);
+            return Outcome::Retry;
+        }
+
+        self.work.add_cq_usage(cq, &assignment.usage);
+        if mode == Mode::Preempt {
+            let victims: Vec<Victim> = targets
+                .iter()
+                .map(|target| Victim {
+                    workload: target.workload.workload.key.clone(),
+                    cluster_queue: self.work.cqs[target.workload.cq].spec.name.clone(),
+                    reason: target.reason,
+                    message: preemption::victim_message(self.work, &workload, cq, target),
+                })
+                .collect();
+            // Victims keep their quota until they are gone; the preemptor's usage is added on
+            // top so that nothing else in this cycle takes the capacity it waits for.
+            self.work.claimed.extend(
+                targets
+                    .iter()
+                    .map(|target| target.workload.workload.key.clone()),
+            );
+            self.decisions.push(Decision::Preempt {
+                workload: workload.key.clone(),
+                reason: PendingReason::WaitingForPreemptedWorkloads,
+                message: format!(
+                    "{}. Pending the preemption of {} workload(s)",
+                    assignment.message(),
+                    victims.len()
+                ),
+                victims,
+            });
+            if spec.queueing_strategy == QueueingStrategy::StrictFifo {
+                self.queues.block(workload, assignment.usage);
+            } else {
+                self.queues.park(workload, true, assignment.usage);
+            }
+            return Outcome::Settled;
+        }
+
+        self.queues.forget(&workload.key);
+        self.decisions.push(Decision::Admit {
+            workload: workload.key,
+            admission: assignment.to_admission(&spec.name),
+        });
+        Outcome::Settled
+    }
+
+    /// Whether the assignment's usage fits once the targets' usage is gone.
+    fn fits_after_preemption(
+        &mut self,
+        cq: usize,
+        assignment: &Assignment,
+        targets: &[Target],
+    ) -> bool {
+        for target in targets {
+            self.work
+                .remove_cq_usage(target.workload.cq, &target.workload.usage);
+        }
+        let fits = assignment
+            .usage
+            .iter()
+            .all(|(fr, quantity)| *quantity <= self.work.available(cq, fr));
+        for target in targets {
+            self.work
+                .add_cq_usage(target.workload.cq, &target.workload.usage);
+        }
+        fits
+    }
+
+    /// Reports an inadmissible workload that holds back `reserved` (already added to the
+    /// working snapshot). StrictFIFO keeps it at the head, blocking the queue and holding the
+    /// capacity until the queue is requeued; BestEffortFIFO parks it, remembers its shape and
+    /// releases the capacity when the round ends.
+    fn reject(
+        &mut self,
+        workload: Workload,
+        cq: usize,
+        verdict: Verdict,
+        reserved: BTreeMap<FlavorResource, Quantity>,
+    ) {
+        self.decisions.push(Decision::Inadmissible {
+            workload: workload.key.clone(),
+            reason: verdict.reason,
+            message: verdict.message.clone(),
+        });
+        if self.work.cqs[cq].spec.queueing_strategy == QueueingStrategy::StrictFifo {
+            self.queues.block(workload, reserved);
+            return;
+        }
+        if !reserved.is_empty() {
+            self.reservations.push((cq, reserved));
+        }
+        let shape = Shape::of(&workload);
+        self.queues
+            .record_failed_shape(&workload.cluster_queue, shape, verdict);
+        self.queues.park(workload, false, BTreeMap::new());
+    }
+}

@@ -1,0 +1,403 @@
+//! Pending workloads per ClusterQueue (Kueue `pkg/cache/queue`): an ordered active set, a
+//! parking lot for inadmissible workloads that are only retried when something changes, and
+//! a memory of failed workload shapes so identical workloads are not evaluated again.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, HashMap};
+
+use jiff::Timestamp;
+
+use super::decision::PendingReason;
+use super::model::{FlavorResource, PodSet, Quantity, Workload};
+use super::snapshot::Snapshot;
+
+/// Which parked workloads to retry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequeueScope<'a> {
+    /// Quota or spec changed in this ClusterQueue: retry every queue of its cohort tree.
+    ClusterQueue(&'a str),
+    /// This Cohort changed: retry every queue of its tree.
+    Cohort(&'a str),
+    /// A ResourceFlavor (or anything global) changed.
+    All,
+}
+
+/// Numbers of pending workloads of one ClusterQueue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PendingCounts {
+    /// Waiting to be scheduled (including those in requeue backoff).
+    pub active: usize,
+    /// Parked until something changes.
+    pub inadmissible: usize,
+}
+
+/// Queue order: higher priority first, then older, then UID.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct OrderKey {
+    priority: Reverse<i32>,
+    timestamp: Timestamp,
+    uid: String,
+    key: String,
+}
+
+impl OrderKey {
+    fn of(workload: &Workload) -> Self {
+        Self {
+            priority: Reverse(workload.priority),
+            timestamp: workload.queue_timestamp,
+            uid: workload.uid.clone(),
+            key: workload.key.clone(),
+        }
+    }
+}
+
+/// What makes two workloads equivalent for scheduling.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Shape {
+    priority: i32,
+    namespace_labels: BTreeMap<String, String>,
+    pod_sets: Vec<PodSet>,
+}
+
+impl Shape {
+    pub(super) fn of(workload: &Workload) -> Self {
+        Self {
+            priority: workload.priority,
+            namespace_labels: workload.namespace_labels.clone(),
+            pod_sets: workload.pod_sets.clone(),
+        }
+    }
+}
+
+/// Why a workload of some shape could not be admitted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Verdict {
+    pub(super) reason: PendingReason,
+    pub(super) message: String,
+}
+
+#[derive(Clone, Debug)]
+struct Parked {
+    workload: Workload,
+    /// Put first when retried: it preempted and waits for the victims to go.
+    sticky: bool,
+}
+
+type Usage = BTreeMap<FlavorResource, Quantity>;
+
+#[derive(Clone, Debug, Default)]
+struct ClusterQueueQueue {
+    active: BTreeMap<OrderKey, Workload>,
+    order: BTreeMap<String, OrderKey>,
+    backoff: BTreeMap<String, Workload>,
+    inadmissible: BTreeMap<String, Parked>,
+    failed_shapes: HashMap<Shape, Verdict>,
+    sticky: Option<String>,
+    /// The StrictFIFO head that could not be admitted and blocks the queue until a change.
+    blocked: Option<String>,
+    /// Capacity held back by workloads that wait without being re-evaluated: a blocked head
+    /// waiting for quota, or a preemptor waiting for its victims to go.
+    holds: BTreeMap<String, Usage>,
+}
+
+impl ClusterQueueQueue {
+    fn insert_active(&mut self, workload: Workload) {
+        let order = OrderKey::of(&workload);
+        self.order.insert(workload.key.clone(), order.clone());
+        self.active.insert(order, workload);
+    }
+
+    fn remove_active(&mut self, key: &str) -> Option<Workload> {
+        let order = self.order.remove(key)?;
+        self.active.remove(&order)
+    }
+
+    fn head_key(&self) -> Option<&str> {
+        self.active
+            .values()
+            .next()
+            .map(|workload| workload.key.as_str())
+    }
+
+    fn unblock(&mut self) {
+        if let Some(head) = self.blocked.take() {
+            self.holds.remove(&head);
+        }
+    }
+
+    fn remove(&mut self, key: &str) -> Option<Workload> {
+        if self.blocked.as_deref() == Some(key) {
+            self.unblock();
+        }
+        if self.sticky.as_deref() == Some(key) {
+            self.sticky = None;
+        }
+        self.holds.remove(key);
+        self.remove_active(key)
+            .or_else(|| self.backoff.remove(key))
+            .or_else(|| self.inadmissible.remove(key).map(|parked| parked.workload))
+    }
+
+    fn is_unchanged(&self, workload: &Workload) -> bool {
+        let key = &workload.key;
+        self.inadmissible
+            .get(key)
+            .is_some_and(|parked| parked.workload == *workload)
+            || self
+                .order
+                .get(key)
+                .is_some_and(|order| self.active.get(order) == Some(workload))
+            || self.backoff.get(key) == Some(workload)
+    }
+
+    fn requeue_all(&mut self) {
+        self.unblock();
+        self.holds.clear();
+        self.failed_shapes.clear();
+        for (key, parked) in std::mem::take(&mut self.inadmissible) {
+            if parked.sticky {
+                self.sticky = Some(key);
+            }
+            self.insert_active(parked.workload);
+        }
+    }
+}
+
+/// Pending workloads of every ClusterQueue. The caller pushes workloads that have no quota
+/// reservation, removes them when they are deleted or admitted outside a cycle, and calls
+/// [`Queues::requeue_inadmissible`] when capacity may have appeared.
+#[derive(Clone, Debug, Default)]
+pub struct Queues {
+    queues: BTreeMap<String, ClusterQueueQueue>,
+    /// ClusterQueue of every known workload.
+    location: BTreeMap<String, String>,
+}
+
+impl Queues {
+    /// Empty queues.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a pending workload or replaces its previous version. An unchanged workload keeps
+    /// its state (parked stays parked); a changed one becomes active again.
+    pub fn push(&mut self, workload: Workload) {
+        let key = workload.key.clone();
+        if let Some(previous_cq) = self.location.get(&key)
+            && *previous_cq != workload.cluster_queue
+            && let Some(queue) = self.queues.get_mut(previous_cq)
+        {
+            queue.remove(&key);
+        }
+        self.location
+            .insert(key.clone(), workload.cluster_queue.clone());
+        let queue = self
+            .queues
+            .entry(workload.cluster_queue.clone())
+            .or_default();
+        if queue.is_unchanged(&workload) {
+            return;
+        }
+        queue.remove(&key);
+        queue.insert_active(workload);
+        // A new or changed head may be admissible where the blocking one was not.
+        if queue.head_key() == Some(key.as_str()) {
+            queue.unblock();
+        }
+    }
+
+    /// Forgets a workload (deleted, or no longer pending).
+    pub fn remove(&mut self, key: &str) -> Option<Workload> {
+        let cq = self.location.remove(key)?;
+        self.queues.get_mut(&cq).and_then(|queue| queue.remove(key))
+    }
+
+    /// Whether the workload is pending in some queue.
+    pub fn contains(&self, key: &str) -> bool {
+        self.location.contains_key(key)
+    }
+
+    /// Moves parked workloads back to their active queues, unblocks StrictFIFO heads, and
+    /// forgets failed shapes and held capacity, for the queues `scope` affects in `snapshot`
+    /// (the state after the change).
+    pub fn requeue_inadmissible(&mut self, snapshot: &Snapshot, scope: RequeueScope<'_>) {
+        let names: Vec<String> = match scope {
+            RequeueScope::ClusterQueue(name) => {
+                let mut names = snapshot.cohort_tree_queues(name);
+                if !names.iter().any(|known| known == name) {
+                    names.push(name.to_owned());
+                }
+                names
+            }
+            RequeueScope::Cohort(name) => snapshot.cohort_queues(name),
+            RequeueScope::All => self.queues.keys().cloned().collect(),
+        };
+        for name in names {
+            if let Some(queue) = self.queues.get_mut(&name) {
+                queue.requeue_all();
+            }
+        }
+    }
+
+    /// Pending workload counts of a ClusterQueue.
+    pub fn pending(&self, cluster_queue: &str) -> PendingCounts {
+        self.queues
+            .get(cluster_queue)
+            .map(|queue| PendingCounts {
+                active: queue.active.len() + queue.backoff.len(),
+                inadmissible: queue.inadmissible.len(),
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether a cycle at `now` has anything to evaluate.
+    pub fn has_work(&self, now: Timestamp) -> bool {
+        self.queues.values().any(|queue| {
+            (queue.blocked.is_none() && !queue.active.is_empty())
+                || queue
+                    .backoff
+                    .values()
+                    .any(|workload| workload.requeue_at.is_none_or(|at| at <= now))
+        })
+    }
+
+    /// Earliest time a workload in requeue backoff becomes eligible again.
+    pub fn next_requeue_at(&self) -> Option<Timestamp> {
+        self.queues
+            .values()
+            .flat_map(|queue| queue.backoff.values().chain(queue.active.values()))
+            .filter_map(|workload| workload.requeue_at)
+            .min()
+    }
+
+    // === Used by the cycle ===
+
+    /// Names of the queues holding active workloads.
+    pub(super) fn active_queue_names(&self) -> Vec<String> {
+        self.queues
+            .iter()
+            .filter(|(_, queue)| !queue.active.is_empty())
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// Moves workloads whose `requeueAt` is in the future out of the active set, and those whose
+    /// time has come back into it.
+    pub(super) fn apply_backoff(&mut self, now: Timestamp) {
+        for queue in self.queues.values_mut() {
+            let waiting: Vec<String> = queue
+                .active
+                .values()
+                .filter(|workload| workload.requeue_at.is_some_and(|at| at > now))
+                .map(|workload| workload.key.clone())
+                .collect();
+            for key in waiting {
+                if let Some(workload) = queue.remove_active(&key) {
+                    queue.backoff.insert(key, workload);
+                }
+            }
+            let ready: Vec<String> = queue
+                .backoff
+                .values()
+                .filter(|workload| workload.requeue_at.is_none_or(|at| at <= now))
+                .map(|workload| workload.key.clone())
+                .collect();
+            for key in ready {
+                if let Some(workload) = queue.backoff.remove(&key) {
+                    queue.insert_active(workload);
+                }
+            }
+        }
+    }
+
+    pub(super) fn is_blocked(&self, cluster_queue: &str) -> bool {
+        self.queues
+            .get(cluster_queue)
+            .is_some_and(|queue| queue.blocked.is_some())
+    }
+
+    /// Takes the next workload of a queue: a sticky preemptor first, then queue order.
+    pub(super) fn pop(&mut self, cluster_queue: &str) -> Option<Workload> {
+        let queue = self.queues.get_mut(cluster_queue)?;
+        if let Some(sticky) = queue.sticky.take()
+            && let Some(workload) = queue.remove_active(&sticky)
+        {
+            return Some(workload);
+        }
+        let (order, workload) = queue.active.pop_first()?;
+        queue.order.remove(&order.key);
+        Some(workload)
+    }
+
+    /// Takes every active workload of a queue.
+    pub(super) fn drain_active(&mut self, cluster_queue: &str) -> Vec<Workload> {
+        let Some(queue) = self.queues.get_mut(cluster_queue) else {
+            return Vec::new();
+        };
+        queue.unblock();
+        queue.order.clear();
+        std::mem::take(&mut queue.active).into_values().collect()
+    }
+
+    /// Puts a popped workload back in its place.
+    pub(super) fn restore(&mut self, workload: Workload) {
+        if let Some(queue) = self.queues.get_mut(&workload.cluster_queue) {
+            queue.insert_active(workload);
+        }
+    }
+
+    /// Puts a popped workload back and blocks its queue (StrictFIFO) while it holds back `held`.
+    pub(super) fn block(&mut self, workload: Workload, held: Usage) {
+        if let Some(queue) = self.queues.get_mut(&workload.cluster_queue) {
+            if !held.is_empty() {
+                queue.holds.insert(workload.key.clone(), held);
+            }
+            queue.blocked = Some(workload.key.clone());
+            queue.insert_active(workload);
+        }
+    }
+
+    /// Parks a popped workload until its queue is requeued, holding back `held` meanwhile.
+    /// A `sticky` one (a preemptor) goes first when it is retried.
+    pub(super) fn park(&mut self, workload: Workload, sticky: bool, held: Usage) {
+        if let Some(queue) = self.queues.get_mut(&workload.cluster_queue) {
+            if !held.is_empty() {
+                queue.holds.insert(workload.key.clone(), held);
+            }
+            queue
+                .inadmissible
+                .insert(workload.key.clone(), Parked { workload, sticky });
+        }
+    }
+
+    /// Capacity held back by waiting workloads, with their ClusterQueue.
+    pub(super) fn holds(&self) -> impl Iterator<Item = (&str, &Usage)> {
+        self.queues
+            .iter()
+            .flat_map(|(name, queue)| queue.holds.values().map(move |held| (name.as_str(), held)))
+    }
+
+    /// Forgets a popped workload that got admitted.
+    pub(super) fn forget(&mut self, key: &str) {
+        self.location.remove(key);
+    }
+
+    /// The verdict of an earlier workload of the same shape in this queue, if it failed.
+    pub(super) fn failed_shape(&self, cluster_queue: &str, shape: &Shape) -> Option<&Verdict> {
+        self.queues
+            .get(cluster_queue)
+            .and_then(|queue| queue.failed_shapes.get(shape))
+    }
+
+    /// Remembers that workloads of `shape` cannot be admitted until the queue is requeued.
+    pub(super) fn record_failed_shape(
+        &mut self,
+        cluster_queue: &str,
+        shape: Shape,
+        verdict: Verdict,
+    ) {
+        if let Some(queue) = self.queues.get_mut(cluster_queue) {
+            queue.failed_shapes.insert(shape, verdict);
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! Flavor assignment: fit, flavor order, node labels, taints, `pods`, PodSets, messages.
+
+use super::super::model::*;
+use super::super::{PendingReason, SchedulerConfig, Snapshot};
+use super::builders::*;
+use super::{Scenario, builder, run, snapshot};
+
+fn cq_flavors(name: &str, flavors: &[(&str, Quantity)]) -> ClusterQueue {
+    ClusterQueue::new(name).group(group(
+        &["cpu"],
+        flavors
+            .iter()
+            .map(|(f, q)| fq(f, vec![rq("cpu", *q)]))
+            .collect(),
+    ))
+}
+
+fn spot_toleration() -> Toleration {
+    toleration("spot", "true", Some(TaintEffect::NoSchedule))
+}
+
+fn millicores(resource: &str, value: Quantity) -> String {
+    if resource == "cpu" {
+        format!("{value}m")
+    } else {
+        value.to_string()
+    }
+}
+
+#[test]
+fn flavor_assignment_scenarios() {
+    run(vec![
+        Scenario {
+            name: "fits in the only flavor",
+            snapshot: snapshot(vec![cq_cpu("cq", 10)], vec![]),
+            pending: vec![wl("a", "cq", 1, 3)],
+            want: vec![admit_cpu("a", "cq", "default", 3)],
+        },
+        Scenario {
+            name: "quota used by admitted workloads",
+            snapshot: snapshot(
+                vec![cq_cpu("cq", 10)],
+                vec![wl("old", "cq", 0, 8).admitted_in("cq", "default", 1)],
+            ),
+            pending: vec![wl("a", "cq", 1, 3)],
+            want: vec![inadmissible(
+                "a",
+                PendingReason::WaitingForQuota,
+                &main_msg(&unused("cpu", "default", 1)),
+            )],
+        },
+        Scenario {
+            name: "request above the maximum capacity",
+            snapshot: snapshot(vec![cq_cpu("cq", 10)], vec![]),
+            pending: vec![wl("a", "cq", 1, 12)],
+            want: vec![inadmissible(
+                "a",
+                PendingReason::ExceedsMaxQuota,
+                &main_msg(
+                    "insufficient quota for cpu in flavor default, previously considered podsets requests (0) + current podset request (12) > maximum capacity (10)",
+                ),
+            )],
+        },
+        Scenario {
+            name: "resource the queue does not cover",
+            snapshot: snapshot(vec![cq_cpu("cq", 10)], vec![]),
+            pending: vec![wl("a", "cq", 1, 0).pod_sets(vec![pod_set("main", 1).req("gpu", 1)])],
+            want: vec![inadmissible(
+                "a",
+                PendingReason::NoMatchingFlavor,
+                &main_msg("resource gpu unavailable in ClusterQueue"),
+            )],
+        },
+        Scenario {
+            name: "uncovered resource next to a covered one",
+            snapshot: snapshot(vec![cq_cpu("cq", 10)], vec![]),
+            pending: vec![
+                wl("a", "cq", 1, 0).pod_sets(vec![pod_set("main", 1).req("cpu", 1).req("gpu", 1)]),
+            ],
+            want: vec![inadmissible(
+                "a",
+                PendingReason::NoMatchingFlavor,
+                &main_msg("resource gpu unavailable in ClusterQueue"),
+            )],
+        },
+        Scenario {
+            name: "zero request of an uncovered resource is ignored",
+            snapshot: snapshot(vec![cq_cpu("cq", 10)], vec![]),
+            pending: vec![
+                wl("a", "cq", 1, 0).pod_sets(vec![pod_set("main", 1).req("cpu", 2).req("gpu", 0)]),
+            ],
+            want: vec![admit_cpu("a", "cq", "default", 2)],
+        },
+        Scenario {
+            name: "first flavor full, second flavor used",
+            snapshot: snapshot(
+                vec![cq_flavors("cq", &[("on-demand", 5), ("default", 10)])],
+                vec![wl("old", "cq", 0, 5).admitted_in("cq", "on-demand", 1)],
+            ),
+            pending: vec![wl("a", "cq", 1, 3)],
+            want: vec![admit_cpu("a", "cq", "default", 3)],
+        },
+        Scenario {
+            name: "node selector picks the matching flavor",
+            snapshot: snapshot(
+                vec![cq_flavors("cq", &[("on-demand", 10), ("spot", 10)])],
+                vec![],
+            ),
+            pending: vec![wl("a", "cq", 1, 0).pod_sets(vec![
+                    pod_set("main", 1)
+                        .req("cpu", 3)
+                        .selector("instance", "spot")
+                        .tolerate(spot_toleration()),
+                ])],
+            want: vec![admit_cpu("a", "cq", "spot", 3)],
+        },
+        Scenario {
+            name: "required node affinity NotIn skips a flavor",
+            snapshot: snapshot(
+                vec![cq_flavors("cq", &[("on-demand", 10), ("spot", 10)])],
+                vec![],
+            ),
+            pending: vec![wl("a", "cq", 1, 0).pod_sets(vec![
+                    pod_set("main", 1)
+                        .req("cpu", 3)
+                        .affinity(vec![requirement(
+                            "instance",
+                            NodeSelectorOperator::NotIn,
+                            &["on-demand"],
+                        )])
+                        .tolerate(spot_toleration()),
+                ])],
+            want: vec![admit_cpu("a", "cq", "spot", 3)],
+        },
+        Scenario {
+            name: "selectors on keys the flavor does not define are ignored",
+            snapshot: snapshot(
+                vec![cq_flavors("cq", &[("on-demand", 10), ("spot", 10)])],
+                vec![],
+            ),
+            pending: vec![wl("a", "cq", 1, 0).pod_sets(vec![
+                pod_set("main", 1)
+                    .req("cpu", 3)
+                    .selector("zone", "a")
+                    .affinity(vec![requirement("zone", NodeSelectorOperator::In, &["a"])]),
+            ])],
+            want: vec![admit_cpu("a", "cq", "on-demand", 3)],
+        },
+        Scenario {
+            name: "untolerated NoSchedule taint",
+            snapshot: snapshot(vec![cq_flavors("cq", &[("spot", 10)])], vec![]),
+            pending: vec![wl("a", "cq", 1, 3)],
+            want: vec![inadmissible(
+                "a",
+                PendingReason::NoMatchingFlavor,
+                &main_msg("untolerated taint {spot true NoSchedule <nil>} in flavor spot"),
+            )],
+        },
+        Scenario {
+            name: "no flavor matches: reasons of every flavor, sorted",
+            snapshot: snapshot(
+                vec![cq_flavors("cq", &[("spot", 10), ("on-demand", 10)])],
+                vec![],
+            ),
+            pending: vec![wl("a", "cq", 1, 0).pod_sets(vec![
+                pod_set("main", 1).req("cpu", 3).selector("instance", "gpu"),
+            ])],
+            want: vec![inadmissible(
+                "a",
+                PendingReason::NoMatchingFlavor,
+                &main_msg(
+                    "flavor on-demand doesn't match node affinity, untolerated taint {spot true NoSchedule <nil>} in flavor spot",
+                ),
+            )],
+        },
+        Scenario {
+            name: "flavor that does not exist",
+            snapshot: snapshot(vec![cq_flavors("cq", &[("ghost", 10)])], vec![]),
+            pending: vec![wl("a", "cq", 1, 3)],
+            want: vec![inadmissible(
+                "a",
+                PendingReason::NoMatchingFlavor,
+                &main_msg("flavor ghost not found"),
+            )],
+        },
+        Scenario {
+            name: "pods resource counted when covered",
+            snapshot: snapshot(
+                vec![ClusterQueue::new("cq").group(group(
+                    &["cpu", "pods"],
+                    vec![fq("default", vec![rq("cpu", 10), rq("pods", 3)])],
+                ))],
+                vec![],
+            ),
+            pending: vec![wl("a", "cq", 1, 0).pod_sets(vec![pod_set("main", 2).req("cpu", 1)])],
+            want: vec![admit(
+                "a",
+                "cq",
+                &[("main", &[("cpu", "default", 2), ("pods", "default", 2)], 2)],
+            )],
+        },
+        Scenario {
+            name: "too many pods",
+            snapshot: snapshot(
+                vec![ClusterQueue::new("cq").group(group(
+                    &["cpu", "pods"],
+                    vec![fq("default", vec![rq("cpu", 10), rq("pods", 3)])],
+                ))],
+                vec![],
+            ),
+            pending: vec![wl("a", "cq", 1, 0).pod_sets(vec![pod_set("main", 4).req("cpu", 1)])],
+            want: vec![inadmissible(
+                "a",
+                PendingReason::ExceedsMaxQuota,
+                &main_msg(
+                    "insufficient quota for pods in flavor default, previously considered podsets requests (0) + current podset request (4) > maximum capacity (3)",
+                ),
+            )],
+        },
+        Scenario {
+            name: "PodSets add up in one flavor",
+            snapshot: snapshot(vec![cq_cpu("cq", 10)], vec![]),
+            pending: vec![wl("a", "cq", 1, 0).pod_sets(vec![
+                pod_set("driver", 1).req("cpu", 4),
+                pod_set("workers", 2).req("cpu", 3),
+            ])],
+            want: vec![admit(
+                "a",
+                "cq",
+                &[
+                    ("driver", &[("cpu", "default", 4)], 1),
+                    ("workers", &[("cpu", "default", 6)], 2),
+                ],
+            )],
+        },
+        Scenario {
+            name: "later PodSet exceeds what earlier ones left",
+            snapshot: snapshot(vec![cq_cpu("cq", 9)], vec![]),
+            pending: vec![wl("a", "cq", 1, 0).pod_sets(vec![
+                pod_set("driver", 1).req("cpu", 4),
+                pod_set("workers", 2).req("cpu", 3),
+            ])],
+            want: vec![inadmissible(
+                "a",
+                PendingReason::ExceedsMaxQuota,
+                "couldn't assign flavors to pod set workers: insufficient quota for cpu in flavor default, previously considered podsets requests (4) + current podset request (6) > maximum capacity (9)",
+            )],
+        },
+        Scenario {
+            name: "resource groups pick flavors independently",
+            snapshot: snapshot(
+                vec![
+                    ClusterQueue::new("cq")
+                        .group(group(
+                            &["cpu", "memory"],
+                            vec![fq("default", vec![rq("cpu", 10), rq("memory", 100)])],
+                        ))
+                        .group(group(
+                            &["gpu"],
+                            vec![
+                                fq("on-demand", vec![rq("gpu", 2)]),
+                                fq("spot", vec![rq("gpu", 8)]),
+                            ],
+                        )),
+                ],
+                vec![],
+            ),
+            pending: vec![wl("a", "cq", 1, 0).pod_sets(vec![
+                    pod_set("main", 1)
+                        .req("cpu", 2)
+                        .req("memory", 10)
+                        .req("gpu", 4)
+                        .tolerate(spot_toleration()),
+                ])],
+            want: vec![admit(
+                "a",
+                "cq",
+                &[(
+                    "main",
+                    &[
+                        ("cpu", "default", 2),
+                        ("gpu", "spot", 4),
+                        ("memory", "default", 10),
+                    ],
+                    1,
+                )],
+            )],
+        },
+        Scenario {
+            name: "quantities rendered by the caller's formatter",
+            snapshot: builder()
+                .config(SchedulerConfig {
+                    format_quantity: millicores,
+                    ..SchedulerConfig::default()
+                })
+                .cluster_queue(cq_cpu("cq", 10_000))
+                .admitted(wl("old", "cq", 0, 8_000).admitted_in("cq", "default", 1))
+                .build(),
+            pending: vec![wl("a", "cq", 1, 3_000)],
+            want: vec![inadmissible(
+                "a",
+                PendingReason::WaitingForQuota,
+                &main_msg("insufficient unused quota for cpu in flavor default, 1000m more needed"),
+            )],
+        },
+    ]);
+}
+
+#[test]
+fn flavor_tolerations_and_soft_taints() {
+    let tolerant = flavor("tolerant")
+        .taint("dedicated", "ml", TaintEffect::NoExecute)
+        .tolerate(Toleration {
+            key: "dedicated".to_owned(),
+            operator: TolerationOperator::Exists,
+            value: String::new(),
+            effect: None,
+        });
+    let soft = flavor("soft").taint("busy", "", TaintEffect::PreferNoSchedule);
+    let hard = flavor("hard").taint("busy", "", TaintEffect::NoSchedule);
+    let snapshot = Snapshot::builder(ts(100))
+        .flavor(tolerant)
+        .flavor(soft)
+        .flavor(hard)
+        .cluster_queue(cq_flavors("tolerant-cq", &[("tolerant", 10)]))
+        .cluster_queue(cq_flavors("soft-cq", &[("soft", 10)]))
+        .cluster_queue(cq_flavors("hard-cq", &[("hard", 10)]))
+        .build();
+    run(vec![Scenario {
+        name: "flavor's own tolerations and PreferNoSchedule taints do not block",
+        snapshot,
+        pending: vec![
+            wl("a", "tolerant-cq", 1, 3),
+            wl("b", "soft-cq", 1, 3),
+            wl("c", "hard-cq", 1, 3),
+        ],
+        want: vec![
+            inadmissible(
+                "c",
+                PendingReason::NoMatchingFlavor,
+                &main_msg("untolerated taint {busy  NoSchedule <nil>} in flavor hard"),
+            ),
+            admit_cpu("b", "soft-cq", "soft", 3),
+            admit_cpu("a", "tolerant-cq", "tolerant", 3),
+        ],
+    }]);
+}

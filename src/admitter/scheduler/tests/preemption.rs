@@ -1,0 +1,519 @@
+//! Classical preemption: within the ClusterQueue, reclaim in the cohort, borrowWithinCohort,
+//! minimal victim sets, fungibility between flavors, overlapping targets.
+
+use pretty_assertions::assert_eq;
+
+use super::super::model::*;
+use super::super::{
+    Decision, PendingReason, PreemptionReason, Queues, RequeueScope, Victim, cycle,
+};
+use super::builders::*;
+use super::{Scenario, builder, run, snapshot};
+
+fn pending_preemption(reasons: &str, victims: usize) -> String {
+    format!(
+        "{}. Pending the preemption of {victims} workload(s)",
+        main_msg(reasons)
+    )
+}
+
+fn in_queue(name: &str, preemptor: &str) -> Victim {
+    victim(
+        name,
+        "cq",
+        PreemptionReason::InClusterQueue,
+        preemptor,
+        ("/cq", "/cq"),
+    )
+}
+
+fn waiting(name: &str, flavor: &str, more: Quantity) -> Decision {
+    inadmissible(
+        name,
+        PendingReason::WaitingForQuota,
+        &main_msg(&unused("cpu", flavor, more)),
+    )
+}
+
+fn two_flavor_queue(when_can_preempt: FungibilityPolicy) -> ClusterQueue {
+    ClusterQueue::new("cq")
+        .group(group(
+            &["cpu"],
+            vec![
+                fq("on-demand", vec![rq("cpu", 5)]),
+                fq("default", vec![rq("cpu", 5)]),
+            ],
+        ))
+        .within(PreemptionPolicy::LowerPriority)
+        .fungibility(FungibilityPolicy::MayStopSearch, when_can_preempt)
+}
+
+fn borrowing_queues(threshold: Option<i32>) -> Vec<ClusterQueue> {
+    vec![
+        cq_cpu("cq-a", 5)
+            .cohort("all")
+            .reclaim(PreemptionPolicy::LowerPriority)
+            .borrow_within_cohort(threshold),
+        cq_cpu("cq-b", 5).cohort("all"),
+    ]
+}
+
+#[test]
+fn preemption_within_cluster_queue() {
+    let within = |policy| cq_cpu("cq", 10).within(policy);
+    run(vec![
+        Scenario {
+            name: "LowerPriority preempts the most recently admitted lower priority workload",
+            snapshot: snapshot(
+                vec![within(PreemptionPolicy::LowerPriority)],
+                vec![
+                    wl("low-new", "cq", 0, 6).admitted_in("cq", "default", 2),
+                    wl("low-old", "cq", 0, 4).admitted_in("cq", "default", 1),
+                ],
+            ),
+            pending: vec![wl("high", "cq", 5, 5).priority(10)],
+            want: vec![preempt(
+                "high",
+                vec![in_queue("low-new", "high")],
+                &pending_preemption(&unused("cpu", "default", 5), 1),
+            )],
+        },
+        Scenario {
+            name: "minimal victim set: removed candidates that are not needed are put back",
+            snapshot: snapshot(
+                vec![within(PreemptionPolicy::LowerPriority)],
+                vec![
+                    wl("c", "cq", 0, 1).admitted_in("cq", "default", 2),
+                    wl("b", "cq", 0, 5).admitted_in("cq", "default", 1),
+                    wl("a", "cq", 0, 4)
+                        .priority(1)
+                        .admitted_in("cq", "default", 3),
+                ],
+            ),
+            pending: vec![wl("high", "cq", 5, 5).priority(5)],
+            want: vec![preempt(
+                "high",
+                vec![in_queue("b", "high")],
+                &pending_preemption(&unused("cpu", "default", 5), 1),
+            )],
+        },
+        Scenario {
+            name: "victims across several candidates",
+            snapshot: snapshot(
+                vec![within(PreemptionPolicy::LowerPriority)],
+                vec![
+                    wl("c", "cq", 0, 2).admitted_in("cq", "default", 3),
+                    wl("b", "cq", 0, 3).admitted_in("cq", "default", 2),
+                    wl("a", "cq", 0, 5)
+                        .priority(1)
+                        .admitted_in("cq", "default", 1),
+                ],
+            ),
+            pending: vec![wl("high", "cq", 5, 5).priority(5)],
+            want: vec![preempt(
+                "high",
+                vec![in_queue("c", "high"), in_queue("b", "high")],
+                &pending_preemption(&unused("cpu", "default", 5), 2),
+            )],
+        },
+        Scenario {
+            name: "LowerPriority does not preempt equal priority",
+            snapshot: snapshot(
+                vec![within(PreemptionPolicy::LowerPriority)],
+                vec![
+                    wl("peer", "cq", 0, 10)
+                        .priority(5)
+                        .admitted_in("cq", "default", 1),
+                ],
+            ),
+            pending: vec![wl("a", "cq", 5, 5).priority(5)],
+            want: vec![waiting("a", "default", 5)],
+        },
+        Scenario {
+            name: "LowerOrNewerEqualPriority preempts newer workloads of equal priority",
+            snapshot: snapshot(
+                vec![within(PreemptionPolicy::LowerOrNewerEqualPriority)],
+                vec![wl("newer", "cq", 50, 10).admitted_in("cq", "default", 51)],
+            ),
+            pending: vec![wl("older", "cq", 10, 5)],
+            want: vec![preempt(
+                "older",
+                vec![in_queue("newer", "older")],
+                &pending_preemption(&unused("cpu", "default", 5), 1),
+            )],
+        },
+        Scenario {
+            name: "LowerOrNewerEqualPriority spares older workloads of equal priority",
+            snapshot: snapshot(
+                vec![within(PreemptionPolicy::LowerOrNewerEqualPriority)],
+                vec![wl("older", "cq", 10, 10).admitted_in("cq", "default", 11)],
+            ),
+            pending: vec![wl("newer", "cq", 50, 5)],
+            want: vec![waiting("newer", "default", 5)],
+        },
+        Scenario {
+            name: "Never preempts nothing",
+            snapshot: snapshot(
+                vec![within(PreemptionPolicy::Never)],
+                vec![wl("low", "cq", 0, 10).admitted_in("cq", "default", 1)],
+            ),
+            pending: vec![wl("high", "cq", 5, 5).priority(10)],
+            want: vec![waiting("high", "default", 5)],
+        },
+        Scenario {
+            name: "workloads already being evicted are preempted first",
+            snapshot: snapshot(
+                vec![within(PreemptionPolicy::LowerPriority)],
+                vec![
+                    wl("leaving", "cq", 0, 5)
+                        .admitted_in("cq", "default", 1)
+                        .evicted(),
+                    wl("newest", "cq", 0, 5).admitted_in("cq", "default", 2),
+                ],
+            ),
+            pending: vec![wl("high", "cq", 5, 5).priority(10)],
+            want: vec![preempt(
+                "high",
+                vec![in_queue("leaving", "high")],
+                &pending_preemption(&unused("cpu", "default", 5), 1),
+            )],
+        },
+    ]);
+}
+
+#[test]
+fn preemption_in_the_cohort() {
+    let reclaim_any = vec![
+        cq_cpu("cq-a", 5)
+            .cohort("all")
+            .reclaim(PreemptionPolicy::Any),
+        cq_cpu("cq-b", 5).cohort("all"),
+    ];
+    run(vec![
+        Scenario {
+            name: "reclaim quota a cohort member borrowed",
+            snapshot: snapshot(
+                reclaim_any.clone(),
+                vec![wl("b1", "cq-b", 0, 8).admitted_in("cq-b", "default", 1)],
+            ),
+            pending: vec![wl("a", "cq-a", 5, 4)],
+            want: vec![preempt(
+                "a",
+                vec![victim(
+                    "b1",
+                    "cq-b",
+                    PreemptionReason::InCohortReclamation,
+                    "a",
+                    ("/all/cq-a", "/all/cq-b"),
+                )],
+                &pending_preemption(&unused("cpu", "default", 2), 1),
+            )],
+        },
+        Scenario {
+            name: "reclaim LowerPriority spares higher priority borrowers",
+            snapshot: snapshot(
+                vec![
+                    cq_cpu("cq-a", 5)
+                        .cohort("all")
+                        .reclaim(PreemptionPolicy::LowerPriority),
+                    cq_cpu("cq-b", 5).cohort("all"),
+                ],
+                vec![
+                    wl("b1", "cq-b", 0, 8)
+                        .priority(10)
+                        .admitted_in("cq-b", "default", 1),
+                ],
+            ),
+            pending: vec![wl("a", "cq-a", 5, 4)],
+            want: vec![waiting("a", "default", 2)],
+        },
+        Scenario {
+            name: "borrowWithinCohort preempts below the priority threshold while borrowing",
+            snapshot: snapshot(
+                borrowing_queues(Some(5)),
+                vec![
+                    wl("b-low", "cq-b", 0, 6)
+                        .priority(3)
+                        .admitted_in("cq-b", "default", 1),
+                ],
+            ),
+            pending: vec![wl("a", "cq-a", 5, 7).priority(10)],
+            want: vec![preempt(
+                "a",
+                vec![victim(
+                    "b-low",
+                    "cq-b",
+                    PreemptionReason::InCohortReclaimWhileBorrowing,
+                    "a",
+                    ("/all/cq-a", "/all/cq-b"),
+                )],
+                &pending_preemption(&unused("cpu", "default", 3), 1),
+            )],
+        },
+        Scenario {
+            name: "borrowWithinCohort spares priorities above the threshold",
+            snapshot: snapshot(
+                borrowing_queues(Some(5)),
+                vec![
+                    wl("b-high", "cq-b", 0, 6)
+                        .priority(6)
+                        .admitted_in("cq-b", "default", 1),
+                ],
+            ),
+            pending: vec![wl("a", "cq-a", 5, 7).priority(10)],
+            want: vec![waiting("a", "default", 3)],
+        },
+        Scenario {
+            name: "no preemption while borrowing without borrowWithinCohort",
+            snapshot: snapshot(
+                vec![
+                    cq_cpu("cq-a", 5)
+                        .cohort("all")
+                        .reclaim(PreemptionPolicy::LowerPriority),
+                    cq_cpu("cq-b", 5).cohort("all"),
+                ],
+                vec![
+                    wl("b-low", "cq-b", 0, 6)
+                        .priority(3)
+                        .admitted_in("cq-b", "default", 1),
+                ],
+            ),
+            pending: vec![wl("a", "cq-a", 5, 7).priority(10)],
+            want: vec![waiting("a", "default", 3)],
+        },
+        Scenario {
+            name: "reclaim across cohort levels",
+            snapshot: builder()
+                .cohort(Cohort {
+                    parent: Some("org".to_owned()),
+                    ..Cohort::new("team-a")
+                })
+                .cohort(Cohort {
+                    parent: Some("org".to_owned()),
+                    ..Cohort::new("team-b")
+                })
+                .cluster_queue(
+                    cq_cpu("cq-a", 4)
+                        .cohort("team-a")
+                        .reclaim(PreemptionPolicy::Any),
+                )
+                .cluster_queue(cq_cpu("cq-b", 4).cohort("team-b"))
+                .admitted(wl("b1", "cq-b", 0, 6).admitted_in("cq-b", "default", 1))
+                .build(),
+            pending: vec![wl("a", "cq-a", 5, 4)],
+            want: vec![preempt(
+                "a",
+                vec![victim(
+                    "b1",
+                    "cq-b",
+                    PreemptionReason::InCohortReclamation,
+                    "a",
+                    ("/org/team-a/cq-a", "/org/team-b/cq-b"),
+                )],
+                &pending_preemption(&unused("cpu", "default", 2), 1),
+            )],
+        },
+        Scenario {
+            name: "a victim claimed by one preemptor is not counted on by another",
+            snapshot: snapshot(
+                vec![
+                    cq_cpu("cq-a", 5)
+                        .cohort("all")
+                        .reclaim(PreemptionPolicy::Any),
+                    cq_cpu("cq-b", 0).cohort("all"),
+                    cq_cpu("cq-c", 5)
+                        .cohort("all")
+                        .reclaim(PreemptionPolicy::Any),
+                ],
+                vec![wl("b1", "cq-b", 0, 10).admitted_in("cq-b", "default", 1)],
+            ),
+            pending: vec![wl("a", "cq-a", 1, 4), wl("c", "cq-c", 2, 4)],
+            want: vec![
+                preempt(
+                    "a",
+                    vec![victim(
+                        "b1",
+                        "cq-b",
+                        PreemptionReason::InCohortReclamation,
+                        "a",
+                        ("/all/cq-a", "/all/cq-b"),
+                    )],
+                    &pending_preemption(&unused("cpu", "default", 4), 1),
+                ),
+                waiting("c", "default", 4),
+            ],
+        },
+    ]);
+}
+
+#[test]
+fn preemption_and_queueing_strategy() {
+    let full = vec![wl("low", "cq", 0, 10).admitted_in("cq", "default", 1)];
+    let pending = vec![
+        wl("high", "cq", 1, 5).priority(10),
+        wl("tiny", "cq", 2, 1).priority(10),
+    ];
+    let preempted = preempt(
+        "high",
+        vec![in_queue("low", "high")],
+        &pending_preemption(&unused("cpu", "default", 5), 1),
+    );
+    run(vec![
+        Scenario {
+            name: "StrictFIFO: the preemptor blocks the queue",
+            snapshot: snapshot(
+                vec![
+                    cq_cpu("cq", 10)
+                        .within(PreemptionPolicy::LowerPriority)
+                        .strict(),
+                ],
+                full.clone(),
+            ),
+            pending: pending.clone(),
+            want: vec![preempted.clone()],
+        },
+        Scenario {
+            name: "BestEffortFIFO: the next workload cannot use the capacity the preemptor waits for",
+            snapshot: snapshot(
+                vec![cq_cpu("cq", 10).within(PreemptionPolicy::LowerPriority)],
+                full,
+            ),
+            pending,
+            want: vec![preempted, waiting("tiny", "default", 1)],
+        },
+    ]);
+}
+
+#[test]
+fn flavor_fungibility() {
+    let low_on_demand = vec![wl("low", "cq", 0, 5).admitted_in("cq", "on-demand", 1)];
+    let lender = ClusterQueue::new("cq-b")
+        .cohort("all")
+        .group(group(&["cpu"], vec![fq("on-demand", vec![rq("cpu", 10)])]));
+    let borrower = |when_can_borrow| {
+        ClusterQueue::new("cq-a")
+            .cohort("all")
+            .group(group(
+                &["cpu"],
+                vec![
+                    fq("on-demand", vec![rq("cpu", 2)]),
+                    fq("default", vec![rq("cpu", 5)]),
+                ],
+            ))
+            .fungibility(when_can_borrow, FungibilityPolicy::TryNextFlavor)
+    };
+    run(vec![
+        Scenario {
+            name: "whenCanPreempt TryNextFlavor: a later flavor that fits wins over preemption",
+            snapshot: snapshot(
+                vec![two_flavor_queue(FungibilityPolicy::TryNextFlavor)],
+                low_on_demand.clone(),
+            ),
+            pending: vec![wl("high", "cq", 5, 3).priority(10)],
+            want: vec![admit_cpu("high", "cq", "default", 3)],
+        },
+        Scenario {
+            name: "whenCanPreempt MayStopSearch: preempt in the first flavor",
+            snapshot: snapshot(
+                vec![two_flavor_queue(FungibilityPolicy::MayStopSearch)],
+                low_on_demand,
+            ),
+            pending: vec![wl("high", "cq", 5, 3).priority(10)],
+            want: vec![preempt(
+                "high",
+                vec![in_queue("low", "high")],
+                &pending_preemption(&unused("cpu", "on-demand", 3), 1),
+            )],
+        },
+        Scenario {
+            name: "whenCanBorrow MayStopSearch: borrow in the first flavor",
+            snapshot: snapshot(
+                vec![borrower(FungibilityPolicy::MayStopSearch), lender.clone()],
+                vec![],
+            ),
+            pending: vec![wl("a", "cq-a", 1, 4)],
+            want: vec![admit_cpu("a", "cq-a", "on-demand", 4)],
+        },
+        Scenario {
+            name: "whenCanBorrow TryNextFlavor: a later flavor without borrowing wins",
+            snapshot: snapshot(
+                vec![borrower(FungibilityPolicy::TryNextFlavor), lender],
+                vec![],
+            ),
+            pending: vec![wl("a", "cq-a", 1, 4)],
+            want: vec![admit_cpu("a", "cq-a", "default", 4)],
+        },
+    ]);
+}
+
+#[test]
+fn preemptor_holds_its_capacity_and_goes_first_when_retried() {
+    let queue = || cq_cpu("cq", 10).within(PreemptionPolicy::LowerPriority);
+    let low = || wl("low", "cq", 0, 10).admitted_in("cq", "default", 1);
+    let mut queues = Queues::new();
+    queues.push(wl("high", "cq", 5, 5).priority(10));
+    assert_eq!(
+        cycle(&snapshot(vec![queue()], vec![low()]), &mut queues),
+        vec![preempt(
+            "high",
+            vec![in_queue("low", "high")],
+            &pending_preemption(&unused("cpu", "default", 5), 1)
+        )]
+    );
+
+    // While "low" is being evicted, a newcomer cannot count on the capacity "high" waits for.
+    let evicting = snapshot(vec![queue()], vec![low().evicted()]);
+    queues.push(wl("other", "cq", 0, 6).priority(10));
+    assert_eq!(
+        cycle(&evicting, &mut queues),
+        vec![waiting("other", "default", 6)]
+    );
+    assert_eq!(cycle(&evicting, &mut queues), vec![]);
+
+    // "low" is gone: the preemptor is retried first although "other" is older.
+    let freed = snapshot(vec![queue()], vec![]);
+    queues.requeue_inadmissible(&freed, RequeueScope::ClusterQueue("cq"));
+    assert_eq!(
+        cycle(&freed, &mut queues),
+        vec![
+            admit_cpu("high", "cq", "default", 5),
+            waiting("other", "default", 1)
+        ]
+    );
+}
+
+#[test]
+fn strict_fifo_preemptor_holds_its_capacity() {
+    let queues_of = || {
+        vec![
+            cq_cpu("cq-a", 10)
+                .cohort("all")
+                .strict()
+                .within(PreemptionPolicy::LowerPriority),
+            cq_cpu("cq-b", 0).cohort("all"),
+        ]
+    };
+    let low = || wl("low", "cq-a", 0, 8).admitted_in("cq-a", "default", 1);
+    let mut queues = Queues::new();
+    queues.push(wl("high", "cq-a", 5, 5).priority(10));
+    assert_eq!(
+        cycle(&snapshot(queues_of(), vec![low()]), &mut queues),
+        vec![preempt(
+            "high",
+            vec![victim(
+                "low",
+                "cq-a",
+                PreemptionReason::InClusterQueue,
+                "high",
+                ("/all/cq-a", "/all/cq-a")
+            )],
+            &pending_preemption(&unused("cpu", "default", 3), 1),
+        )]
+    );
+    // The 2 free units are part of what "high" waits for: a borrower cannot take them.
+    queues.push(wl("b-new", "cq-b", 6, 1));
+    assert_eq!(
+        cycle(&snapshot(queues_of(), vec![low().evicted()]), &mut queues),
+        vec![waiting("b-new", "default", 1)]
+    );
+}
