@@ -8,5 +8,6 @@ pub mod cli;
 pub mod config;
 pub mod jobs;
 pub mod metrics;
+pub mod stores;
 pub mod telemetry;
 pub mod webhook;

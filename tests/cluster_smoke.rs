@@ -87,7 +87,11 @@ async fn a_job_with_two_completions_runs_to_complete_on_a_kwok_node() {
         .args(["get", "jobs", "-n", ns.name(), "-o", "name"])
         .output()
         .expect("run kubectl");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "job.batch/two");
 }
 
@@ -163,16 +167,28 @@ async fn the_apiserver_calls_a_webhook_registered_by_url() {
     for attempt in 0..50 {
         let name = format!("hooked-{attempt}");
         let job = jobs
-            .create(&PostParams::default(), &job(&name, 1, json!({"app": "smoke"})))
+            .create(
+                &PostParams::default(),
+                &job(&name, 1, json!({"app": "smoke"})),
+            )
             .await
             .expect("create job");
-        if job.metadata.labels.unwrap_or_default().get("seen-by-webhook") == Some(&"yes".into()) {
+        if job
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .get("seen-by-webhook")
+            == Some(&"yes".into())
+        {
             created = Some(name);
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert!(created.is_some(), "the webhook's patch was applied to a created Job");
+    assert!(
+        created.is_some(),
+        "the webhook's patch was applied to a created Job"
+    );
     assert!(seen.0.load(Ordering::SeqCst) >= 1);
 
     let api: Api<MutatingWebhookConfiguration> = Api::all(cluster.client().await);

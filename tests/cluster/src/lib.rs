@@ -19,6 +19,7 @@ use std::{
 };
 
 use k8s_openapi::{
+    ByteString,
     api::{
         admissionregistration::v1::{
             MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
@@ -26,7 +27,6 @@ use k8s_openapi::{
         core::v1::{Namespace, Node},
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-    ByteString,
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
@@ -183,7 +183,10 @@ impl ControlPlane {
                 format!("--tls-private-key-file={}", p(&pki.serving_key)),
                 format!("--client-ca-file={}", p(&pki.ca_cert)),
                 format!("--service-account-key-file={}", p(&pki.sa_public_key)),
-                format!("--service-account-signing-key-file={}", p(&pki.sa_private_key)),
+                format!(
+                    "--service-account-signing-key-file={}",
+                    p(&pki.sa_private_key)
+                ),
                 format!("--service-account-issuer=https://127.0.0.1:{api_port}/"),
                 "--service-cluster-ip-range=10.96.0.0/16".into(),
                 "--authorization-mode=RBAC".into(),
@@ -329,19 +332,23 @@ impl ControlPlane {
         for crd in crds {
             let name = crd.name_any();
             let api = api.clone();
-            eventually(Duration::from_secs(30), &format!("CRD {name} established"), || {
-                let api = api.clone();
-                let name = name.clone();
-                async move {
-                    api.get(&name).await.ok().is_some_and(|crd| {
-                        crd.status
-                            .and_then(|s| s.conditions)
-                            .unwrap_or_default()
-                            .iter()
-                            .any(|c| c.type_ == "Established" && c.status == "True")
-                    })
-                }
-            })
+            eventually(
+                Duration::from_secs(30),
+                &format!("CRD {name} established"),
+                || {
+                    let api = api.clone();
+                    let name = name.clone();
+                    async move {
+                        api.get(&name).await.ok().is_some_and(|crd| {
+                            crd.status
+                                .and_then(|s| s.conditions)
+                                .unwrap_or_default()
+                                .iter()
+                                .any(|c| c.type_ == "Established" && c.status == "True")
+                        })
+                    }
+                },
+            )
             .await?;
         }
         Ok(())
@@ -416,7 +423,8 @@ impl TestCluster {
     pub async fn shared() -> &'static TestCluster {
         SHARED
             .get_or_init(|| async {
-                let dir = std::env::temp_dir().join(format!("kuota-cluster-{}", std::process::id()));
+                let dir =
+                    std::env::temp_dir().join(format!("kuota-cluster-{}", std::process::id()));
                 let plane = match ControlPlane::start(&dir).await {
                     Ok(plane) => plane,
                     Err(err) => panic!("cannot start the test control plane: {err}"),
@@ -622,5 +630,3 @@ fn node_is_ready(node: &Node) -> bool {
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
-
-

@@ -35,7 +35,9 @@ pub fn write(dir: &Path) -> Result<Pki, Error> {
 
     let serving_key = KeyPair::generate()?;
     let mut serving = CertificateParams::new(vec!["localhost".to_string()])?;
-    serving.subject_alt_names.push(SanType::IpAddress([127, 0, 0, 1].into()));
+    serving
+        .subject_alt_names
+        .push(SanType::IpAddress([127, 0, 0, 1].into()));
     serving.distinguished_name = name("kube-apiserver", None);
     serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let serving_cert = serving.signed_by(&serving_key, &issuer)?;

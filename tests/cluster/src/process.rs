@@ -109,5 +109,7 @@ pub fn remove_after_exit(dir: &Path) -> Result<(), Error> {
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.
 pub fn free_port() -> Result<u16, Error> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }

@@ -34,7 +34,9 @@ async fn main() -> ExitCode {
 }
 
 async fn up(args: &[String]) -> Result<(), kuota_cluster::Error> {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize()?;
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()?;
     let mut dir = repo.join(".kuota/cluster");
     let mut samples = true;
     let mut iter = args.iter();
@@ -90,7 +92,10 @@ async fn up(args: &[String]) -> Result<(), kuota_cluster::Error> {
                 .output();
             if let Ok(out) = out {
                 print!("\x1b[2J\x1b[H");
-                println!("export KUBECONFIG={}    (Ctrl-C to stop)\n", plane.kubeconfig().display());
+                println!(
+                    "export KUBECONFIG={}    (Ctrl-C to stop)\n",
+                    plane.kubeconfig().display()
+                );
                 println!("{}", String::from_utf8_lossy(&out.stdout));
             }
             tokio::time::sleep(Duration::from_secs(2)).await;
@@ -113,7 +118,9 @@ fn start_kuota(repo: &Path, plane: &ControlPlane) -> Result<Supervised, kuota_cl
         .current_dir(repo)
         .status()?;
     if !status.success() {
-        return Err(kuota_cluster::Error::Build("cargo build --bin kuota failed".into()));
+        return Err(kuota_cluster::Error::Build(
+            "cargo build --bin kuota failed".into(),
+        ));
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
