@@ -3,6 +3,7 @@
 
 pub mod admitter;
 pub mod api;
+pub mod cert_manager;
 pub mod certs;
 pub mod cli;
 pub mod config;
