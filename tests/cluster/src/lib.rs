@@ -390,12 +390,87 @@ impl ControlPlane {
         Ok(())
     }
 
+    /// Starts `kuota serve` (the binary at `binary`) out of cluster against this control plane
+    /// and waits until its readiness probe passes. Creates the `kueue-system` namespace it
+    /// keeps its Lease in.
+    pub async fn start_kuota(
+        &self,
+        binary: &Path,
+        extra_args: &[&str],
+    ) -> Result<KuotaProcess, Error> {
+        let client = self.client().await?;
+        let namespaces: Api<Namespace> = Api::all(client);
+        let system: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": KUOTA_NAMESPACE}}))?;
+        match namespaces.create(&PostParams::default(), &system).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(err) => return Err(err.into()),
+        }
+        let (webhook_port, health_port) = (free_port()?, free_port()?);
+        let mut args = vec![
+            "--kubeconfig".to_string(),
+            self.kubeconfig.display().to_string(),
+        ];
+        args.extend(extra_args.iter().map(|a| a.to_string()));
+        args.extend([
+            "serve".to_string(),
+            "--webhook-url".to_string(),
+            format!("https://127.0.0.1:{webhook_port}"),
+            "--health-probe-addr".to_string(),
+            format!("127.0.0.1:{health_port}"),
+            "--namespace".to_string(),
+            KUOTA_NAMESPACE.to_string(),
+        ]);
+        let log = self.dir.join(format!("kuota-{webhook_port}.log"));
+        let mut process = process::Supervised::spawn("kuota", binary, &args, &log)?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !http_get_ok(health_port, "/readyz") {
+            if !process.is_running() || Instant::now() > deadline {
+                return Err(Error::NotReady {
+                    component: "kuota".into(),
+                    seconds: 60,
+                    log: process.log_tail(30),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(KuotaProcess {
+            process,
+            webhook_port,
+            health_port,
+        })
+    }
+
     /// Stops every component, newest first, and removes the state directory.
     pub fn stop(mut self) {
         while let Some(component) = self.components.pop() {
             component.stop(Duration::from_secs(10));
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The namespace `kuota serve` runs in during tests and local runs.
+pub const KUOTA_NAMESPACE: &str = "kueue-system";
+
+/// A running `kuota serve`.
+#[derive(Debug)]
+pub struct KuotaProcess {
+    pub process: process::Supervised,
+    pub webhook_port: u16,
+    pub health_port: u16,
+}
+
+impl KuotaProcess {
+    /// The log file of the process.
+    pub fn log(&self) -> &Path {
+        &self.process.log
+    }
+
+    /// Prometheus metrics text from the probe port.
+    pub fn metrics(&self) -> Option<String> {
+        http_get(self.health_port, "/metrics")
     }
 }
 
@@ -557,18 +632,24 @@ fn http_request(path: &str) -> http::Request<Vec<u8>> {
 
 /// A plain HTTP GET on loopback, true on status 200.
 fn http_get_ok(port: u16, path: &str) -> bool {
+    http_get(port, path).is_some()
+}
+
+/// The body of a plain HTTP GET on loopback when the status is 200.
+fn http_get(port: u16, path: &str) -> Option<String> {
     use std::io::{Read, Write};
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
     let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-    if stream.write_all(request.as_bytes()).is_err() {
-        return false;
-    }
+    stream.write_all(request.as_bytes()).ok()?;
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response);
-    response.starts_with("HTTP/1.0 200") || response.starts_with("HTTP/1.1 200")
+    if !(response.starts_with("HTTP/1.0 200") || response.starts_with("HTTP/1.1 200")) {
+        return None;
+    }
+    response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
 }
 
 fn write_kwok_stages(bin: &Path, dir: &Path) -> Result<PathBuf, Error> {

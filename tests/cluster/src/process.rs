@@ -18,6 +18,7 @@ const WATCHDOG: &str = r#"
 owner=$1; log=$2; shift 2
 "$@" >>"$log" 2>&1 &
 child=$!
+echo "$child" >"$log.pid"
 stop() {
   kill -TERM "$child" 2>/dev/null
   i=0
@@ -67,6 +68,31 @@ impl Supervised {
     /// True while the component (and so its watchdog) is running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.watchdog.try_wait(), Ok(None))
+    }
+
+    /// The component's own pid (not the watchdog's), once it has started.
+    pub fn pid(&self) -> Option<u32> {
+        let path = format!("{}.pid", self.log.display());
+        for _ in 0..100 {
+            if let Some(pid) = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|text| text.trim().parse().ok())
+            {
+                return Some(pid);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
+    /// Kills the component with SIGKILL, as a crash would; the watchdog then exits too.
+    pub fn kill_hard(&mut self) {
+        if let Some(pid) = self.pid() {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+        let _ = self.watchdog.wait();
     }
 
     /// The last lines of the component's log, for error messages.

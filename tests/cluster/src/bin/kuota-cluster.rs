@@ -9,7 +9,7 @@ use std::{
     time::Duration,
 };
 
-use kuota_cluster::{ControlPlane, Supervised, free_port};
+use kuota_cluster::{ControlPlane, KuotaProcess};
 
 const USAGE: &str = "usage: kuota-cluster up [--dir DIR] [--no-samples] | kuota-cluster build";
 
@@ -62,7 +62,7 @@ async fn up(args: &[String]) -> Result<(), kuota_cluster::Error> {
     plane.install_crd_files(&crds).await?;
     eprintln!("installed {} CRDs", crds.len());
 
-    let kuota = start_kuota(&repo, &plane)?;
+    let kuota = start_kuota(&repo, &plane).await?;
 
     if samples {
         let sample_dir = repo.join("manifests/samples");
@@ -106,13 +106,16 @@ async fn up(args: &[String]) -> Result<(), kuota_cluster::Error> {
         _ = watch => {}
     }
     eprintln!("\nstopping ...");
-    kuota.stop(Duration::from_secs(10));
+    kuota.process.stop(Duration::from_secs(10));
     plane.stop();
     Ok(())
 }
 
-/// Builds and starts `kuota serve` against the control plane, out of cluster.
-fn start_kuota(repo: &Path, plane: &ControlPlane) -> Result<Supervised, kuota_cluster::Error> {
+/// Builds `kuota` and starts `kuota serve` against the control plane, out of cluster.
+async fn start_kuota(
+    repo: &Path,
+    plane: &ControlPlane,
+) -> Result<KuotaProcess, kuota_cluster::Error> {
     let status = Command::new("cargo")
         .args(["build", "--quiet", "--bin", "kuota"])
         .current_dir(repo)
@@ -125,17 +128,8 @@ fn start_kuota(repo: &Path, plane: &ControlPlane) -> Result<Supervised, kuota_cl
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo.join("target"));
-    let port = free_port()?;
-    let log = plane.dir().join("kuota.log");
-    let args = [
-        "--kubeconfig".to_string(),
-        plane.kubeconfig().display().to_string(),
-        "serve".to_string(),
-        "--webhook-url".to_string(),
-        format!("https://127.0.0.1:{port}"),
-    ];
-    let kuota = Supervised::spawn("kuota", &target.join("debug/kuota"), &args, &log)?;
-    eprintln!("kuota serve started (log: {})", log.display());
+    let kuota = plane.start_kuota(&target.join("debug/kuota"), &[]).await?;
+    eprintln!("kuota serve is ready (log: {})", kuota.log().display());
     Ok(kuota)
 }
 
