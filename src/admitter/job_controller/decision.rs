@@ -149,6 +149,25 @@ pub enum JobAction {
     MissingPriorityClass(PriorityError),
 }
 
+impl JobAction {
+    /// The step's name, for logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            JobAction::Ignore => "Ignore",
+            JobAction::Nothing => "Nothing",
+            JobAction::RequeueAfter(_) => "RequeueAfter",
+            JobAction::CreateWorkload(_) => "CreateWorkload",
+            JobAction::UpdateWorkloadSpec { .. } => "UpdateWorkloadSpec",
+            JobAction::DeleteWorkload { .. } => "DeleteWorkload",
+            JobAction::PatchJob { .. } => "PatchJob",
+            JobAction::ClearJobStartTime => "ClearJobStartTime",
+            JobAction::PatchWorkloadStatus { .. } => "PatchWorkloadStatus",
+            JobAction::RemoveFinalizer { .. } => "RemoveFinalizer",
+            JobAction::MissingPriorityClass(_) => "MissingPriorityClass",
+        }
+    }
+}
+
 /// Why no decision could be made; the reconcile is retried.
 #[derive(Debug, thiserror::Error)]
 pub enum DecisionError {

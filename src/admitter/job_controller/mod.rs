@@ -74,6 +74,9 @@ pub enum Error {
     /// A priority class the job names does not exist.
     #[error(transparent)]
     MissingPriorityClass(#[from] PriorityError),
+    /// The job changed since it was read (its patch's `resourceVersion` test failed).
+    #[error("the job changed since it was read")]
+    JobChanged,
     /// An object could not be turned into JSON.
     #[error("cannot serialize {what}: {source}")]
     Serialize {
@@ -85,9 +88,10 @@ pub enum Error {
 }
 
 impl Error {
-    /// True when another writer changed the object first (HTTP 409, or a failed JSON patch test).
+    /// True when another writer changed the object first.
     fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(kube::Error::Api(status)) if status.code == 409 || status.code == 422)
+        matches!(self, Error::JobChanged)
+            || matches!(self, Error::Kube(kube::Error::Api(status)) if status.code == 409)
     }
 }
 
@@ -267,7 +271,7 @@ async fn reconcile_job(
         now: Timestamp::now(),
     };
     let action = reconcile_decision(&input)?;
-    tracing::debug!(?action, "decided");
+    tracing::debug!(action = action.name(), "decided");
     let job_ref = object.object_ref(&context.api_resource);
     match action {
         JobAction::Ignore | JobAction::Nothing => Ok(Action::await_change()),
@@ -303,12 +307,21 @@ async fn reconcile_job(
         JobAction::PatchJob { job: target, event } => {
             let jobs: Api<DynamicObject> =
                 Api::namespaced_with(shared.client.clone(), &namespace, &context.api_resource);
-            jobs.patch(
-                &object.name_any(),
-                &PatchParams::default(),
-                &Patch::Json::<()>(guarded_patch(&job, &target)),
-            )
-            .await?;
+            let patched = jobs
+                .patch(
+                    &object.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Json::<()>(guarded_patch(&job, &target)),
+                )
+                .await;
+            match patched {
+                Ok(_) => {}
+                // A failed `test` operation is answered with 422 Invalid.
+                Err(kube::Error::Api(status)) if status.code == 422 => {
+                    return Err(Error::JobChanged);
+                }
+                Err(error) => return Err(error.into()),
+            }
             record(shared, &job_ref, event).await;
             Ok(Action::await_change())
         }
