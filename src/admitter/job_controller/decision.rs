@@ -17,8 +17,8 @@ use crate::admitter::workload_builder::{
 };
 use crate::api::constants::{RESOURCE_IN_USE_FINALIZER, STOPPING_ANNOTATION, condition, reason};
 use crate::api::v1beta2::{
-    PodSet as WorkloadPodSet, PriorityClassKind, ResourceFlavorSpec, Workload, WorkloadSpec,
-    WorkloadStatus,
+    PodSet as WorkloadPodSet, PriorityClassKind, ReclaimablePod, ResourceFlavorSpec, Workload,
+    WorkloadSpec, WorkloadStatus,
 };
 use crate::config::{Configuration, Feature, NamespaceSelector, WaitForPodsReady};
 use crate::jobs::{self, JobError, JobFramework};
@@ -272,15 +272,16 @@ pub fn reconcile_decision(input: &JobInput<'_>) -> Result<JobAction, DecisionErr
         }
     };
 
-    // 1.1 The WorkloadPriorityClass label follows the job.
+    // 1.1 The WorkloadPriorityClass label follows the job. A Workload whose priority came from
+    // a WorkloadPriorityClass follows it; one without a class only while it holds no quota (the
+    // API refuses to add a class reference to a Workload with reserved quota).
     if let Some(workload) = workload {
         let from_label = job_workload_priority_class_name(job);
         let current = workload_priority_class_name(workload);
-        let follows_label = workload
-            .spec
-            .priority_class_ref
-            .as_ref()
-            .is_none_or(|class| class.kind == PriorityClassKind::WorkloadPriorityClass);
+        let follows_label = match &workload.spec.priority_class_ref {
+            Some(class) => class.kind == PriorityClassKind::WorkloadPriorityClass,
+            None => !condition_true(workload, condition::QUOTA_RESERVED),
+        };
         if follows_label && from_label != current {
             let priority = match resolve_priority(framework, job, &pod_sets, input.priority_classes)
             {
@@ -378,7 +379,7 @@ pub fn reconcile_decision(input: &JobInput<'_>) -> Result<JobAction, DecisionErr
         let reclaimable: Vec<_> = framework
             .reclaimable_pods(job)
             .into_iter()
-            .map(|pods| crate::api::v1beta2::ReclaimablePod {
+            .map(|pods| ReclaimablePod {
                 name: pods.name,
                 count: pods.count,
             })
@@ -675,10 +676,7 @@ fn normal(reason: impl Into<String>, note: impl Into<String>) -> JobEvent {
     }
 }
 
-fn same_reclaimable(
-    current: &[crate::api::v1beta2::ReclaimablePod],
-    wanted: &[crate::api::v1beta2::ReclaimablePod],
-) -> bool {
+fn same_reclaimable(current: &[ReclaimablePod], wanted: &[ReclaimablePod]) -> bool {
     current.len() == wanted.len()
         && wanted.iter().all(|pods| {
             current

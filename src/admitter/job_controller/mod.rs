@@ -25,7 +25,7 @@ use std::{
 use futures::{FutureExt, StreamExt, future::BoxFuture};
 use jiff::Timestamp;
 use json_patch::{PatchOperation, TestOperation, jsonptr::PointerBuf};
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::{DeleteParams, ListParams, Patch, PatchParams},
@@ -48,7 +48,7 @@ use crate::admitter::workload_builder::{
     PodPriorityClass, PriorityClasses, PriorityError, condition_true,
 };
 use crate::api::constants::{JOB_UID_LABEL, RESOURCE_IN_USE_FINALIZER, condition, reason};
-use crate::api::v1beta2::{ResourceFlavorSpec, Workload};
+use crate::api::v1beta2::{ResourceFlavorSpec, Workload, WorkloadStatus};
 use crate::config::Configuration;
 use crate::jobs::{self, FRAMEWORKS, JobFramework};
 use crate::stores::Stores;
@@ -118,7 +118,8 @@ struct FrameworkContext {
 /// Runs the job controllers until `shutdown` resolves: one controller per framework enabled in
 /// `integrations.frameworks` (each waits, retrying every 30 s, until its API exists, as Kueue
 /// waits for a CRD installed after it started), and the controller that lets go of Workloads
-/// whose job is gone. The stores must be driven by the caller.
+/// whose job is gone. The caller drives the stores and should wait until they are ready first
+/// (flavors and priority classes are read from them; a miss is retried after 10 s).
 pub async fn run_job_controllers(
     client: Client,
     config: Arc<Configuration>,
@@ -353,7 +354,7 @@ async fn apply_to_workload(
     workloads: &Api<Workload>,
     workload: &Workload,
     action: JobAction,
-    job_ref: &k8s_openapi::api::core::v1::ObjectReference,
+    job_ref: &ObjectReference,
 ) -> Result<(), Error> {
     let name = workload.name_any();
     match action {
@@ -638,7 +639,7 @@ async fn owner_state(shared: &SharedContext, workload: &Workload) -> Result<Owne
 async fn patch_workload_status(
     workloads: &Api<Workload>,
     workload: &Workload,
-    new: &crate::api::v1beta2::WorkloadStatus,
+    new: &WorkloadStatus,
 ) -> Result<Workload, Error> {
     let old = match &workload.status {
         Some(status) => to_json(status, "workload status")?,
@@ -683,11 +684,7 @@ async fn remove_finalizer(workloads: &Api<Workload>, workload: &Workload) -> Res
     }
 }
 
-async fn record(
-    shared: &SharedContext,
-    object: &k8s_openapi::api::core::v1::ObjectReference,
-    event: Option<JobEvent>,
-) {
+async fn record(shared: &SharedContext, object: &ObjectReference, event: Option<JobEvent>) {
     if let Some(event) = event {
         shared.events.record(object, &event).await;
     }

@@ -12,6 +12,9 @@ use crate::api::v1beta2::{
     RequeueState, SchedulingStats, Workload, WorkloadSchedulingStatsEviction, WorkloadStatus,
 };
 
+/// The `PodsReady` reason of Kueue versions before `WaitForStart`; it counts as waiting to start.
+const LEGACY_PODS_READY_REASON: &str = "PodsReady";
+
 /// Kueue truncates condition messages to this many bytes (`api.TruncateConditionMessage`).
 const MAX_CONDITION_MESSAGE: usize = 32 * 1024;
 
@@ -228,7 +231,7 @@ pub fn pods_ready_timeout(
             recovery_timeout,
             reason::WAIT_FOR_RECOVERY,
         ),
-        Some(c) if c.reason != reason::WAIT_FOR_START && c.reason != condition::PODS_READY => {
+        Some(c) if c.reason != reason::WAIT_FOR_START && c.reason != LEGACY_PODS_READY_REASON => {
             return PodsReadyTimeout::NotCounting;
         }
         _ => (

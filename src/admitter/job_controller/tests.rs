@@ -346,6 +346,23 @@ fn a_new_workload_priority_class_label_reaches_the_workload() {
     );
 }
 
+#[test]
+fn a_workload_holding_quota_keeps_its_priority_source() {
+    let job = JobBuilder::batch().build();
+    let admitted = workload_of(&job).admitted().build();
+    let relabelled = JobBuilder(started(&job))
+        .label("kueue.x-k8s.io/priority-class", "high")
+        .build();
+    let case = Case {
+        priority_classes: PriorityClasses {
+            workload: BTreeMap::from([("high".to_string(), 1000)]),
+            pod: BTreeMap::new(),
+        },
+        ..Case::new(&BatchJob, relabelled).workload(admitted)
+    };
+    assert_eq!(case.action(), JobAction::Nothing);
+}
+
 // === A Workload that no longer matches ===
 
 #[test]
