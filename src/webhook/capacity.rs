@@ -230,15 +230,15 @@ pub fn never_fits(
     let Some(spec) = snapshot.cluster_queue(cluster_queue) else {
         return Vec::new();
     };
-    let covered: Vec<&str> = spec
-        .resource_groups
-        .iter()
-        .flat_map(|group| group.covered_resources.iter().map(String::as_str))
-        .collect();
-    let covers_pods = covered.contains(&PODS_RESOURCE);
-    let limits = Limits::new(snapshot, cluster_queue);
+    let check = Check {
+        name: cluster_queue,
+        spec,
+        limits: Limits::new(snapshot, cluster_queue),
+    };
+    let covers_pods = check.covered().contains(&PODS_RESOURCE);
 
     let mut problems = Vec::new();
+    // Resources already reported for a PodSet are not reported again for the whole job.
     let mut reported: Vec<String> = Vec::new();
     let mut totals: Vec<Requests> = Vec::new();
     for demand in demands {
@@ -247,111 +247,170 @@ pub fn never_fits(
             total.insert(PODS_RESOURCE.to_owned(), i64::from(demand.count));
         }
         total.retain(|_, value| *value > 0);
+        if strategy == QuotaCheckStrategy::BlockUndeclared {
+            problems.extend(check.undeclared(demand, &total, &mut reported));
+        }
+        for group in &spec.resource_groups {
+            problems.extend(check.pod_set_in_group(demand, &total, group, &mut reported));
+        }
+        totals.push(total);
+    }
+    if demands.len() > 1 {
+        problems.extend(check.job_totals(demands, &totals, &reported));
+    }
+    problems
+}
 
-        for resource in total.keys() {
-            if !covered.contains(&resource.as_str())
-                && strategy == QuotaCheckStrategy::BlockUndeclared
-            {
+/// One ClusterQueue's limits, and the messages about them.
+struct Check<'a> {
+    name: &'a str,
+    spec: &'a model::ClusterQueue,
+    limits: Limits,
+}
+
+impl Check<'_> {
+    fn covered(&self) -> Vec<&str> {
+        self.spec
+            .resource_groups
+            .iter()
+            .flat_map(|group| group.covered_resources.iter().map(String::as_str))
+            .collect()
+    }
+
+    /// Requested resources the queue has no quota for at all.
+    fn undeclared(
+        &self,
+        demand: &Demand,
+        total: &Requests,
+        reported: &mut Vec<String>,
+    ) -> Vec<String> {
+        let covered = self.covered();
+        let listed = if covered.is_empty() {
+            "no resources".to_owned()
+        } else {
+            covered.join(", ")
+        };
+        let mut problems = Vec::new();
+        for (resource, value) in total {
+            if !covered.contains(&resource.as_str()) {
                 problems.push(format!(
-                    "the job requests {} in pod set {}, but ClusterQueue {cluster_queue:?} has no quota for {resource}; it covers {}",
-                    amount(resource, total[resource]),
+                    "the job requests {} in pod set {}, but ClusterQueue {:?} has no quota for {resource}; it covers {listed}",
+                    amount(resource, *value),
                     demand.pod_set,
-                    if covered.is_empty() { "no resources".to_owned() } else { covered.join(", ") },
+                    self.name,
                 ));
                 reported.push(resource.clone());
             }
         }
-        for group in &spec.resource_groups {
-            let requested: Vec<(&String, i64)> = total
+        problems
+    }
+
+    /// The PodSet's requests of the group's resources against each flavor of the group: a
+    /// flavor must give all of them.
+    fn pod_set_in_group(
+        &self,
+        demand: &Demand,
+        total: &Requests,
+        group: &model::ResourceGroup,
+        reported: &mut Vec<String>,
+    ) -> Vec<String> {
+        let requested: Vec<(&String, i64)> = total
+            .iter()
+            .filter(|(name, _)| group.covered_resources.contains(name))
+            .map(|(name, value)| (name, *value))
+            .collect();
+        let limit =
+            |flavor: &model::FlavorQuotas, resource: &str| self.limits.get(&flavor.name, resource);
+        let fits = |flavor: &model::FlavorQuotas| {
+            requested
                 .iter()
-                .filter(|(name, _)| group.covered_resources.contains(name))
-                .map(|(name, value)| (name, *value))
-                .collect();
-            if requested.is_empty() {
-                continue;
-            }
-            let fits = |flavor: &str| {
-                requested
+                .all(|(resource, value)| *value <= limit(flavor, resource))
+        };
+        if requested.is_empty() || group.flavors.iter().any(fits) {
+            return Vec::new();
+        }
+        reported.extend(requested.iter().map(|(resource, _)| (*resource).clone()));
+
+        let beyond_every_flavor: Vec<&(&String, i64)> = requested
+            .iter()
+            .filter(|(resource, value)| {
+                group
+                    .flavors
                     .iter()
-                    .all(|(resource, value)| *value <= limits.get(flavor, resource))
-            };
-            if group.flavors.iter().any(|flavor| fits(&flavor.name)) {
-                continue;
-            }
-            let beyond_every_flavor: Vec<&(&String, i64)> = requested
+                    .all(|flavor| *value > limit(flavor, resource))
+            })
+            .collect();
+        if beyond_every_flavor.is_empty() {
+            let flavors: Vec<String> = group
+                .flavors
                 .iter()
-                .filter(|(resource, value)| {
-                    group
-                        .flavors
+                .map(|flavor| {
+                    let at_most: Vec<String> = requested
                         .iter()
-                        .all(|flavor| *value > limits.get(&flavor.name, resource))
+                        .map(|(resource, _)| amount(resource, limit(flavor, resource)))
+                        .collect();
+                    format!("flavor {:?}: at most {}", flavor.name, at_most.join(", "))
                 })
                 .collect();
-            if beyond_every_flavor.is_empty() {
-                let flavors: Vec<String> = group
+            let wanted: Vec<String> = requested
+                .iter()
+                .map(|(resource, value)| amount(resource, *value))
+                .collect();
+            return vec![format!(
+                "the job requests {} in pod set {}{}, but no flavor of ClusterQueue {:?} can ever give all of it ({})",
+                wanted.join(", "),
+                demand.pod_set,
+                pods_phrase(demand, None),
+                self.name,
+                flavors.join("; "),
+            )];
+        }
+        beyond_every_flavor
+            .into_iter()
+            .map(|(resource, value)| {
+                let most: Vec<String> = group
                     .flavors
                     .iter()
                     .map(|flavor| {
-                        let at_most: Vec<String> = requested
-                            .iter()
-                            .map(|(resource, _)| {
-                                amount(resource, limits.get(&flavor.name, resource))
-                            })
-                            .collect();
-                        format!("flavor {:?}: at most {}", flavor.name, at_most.join(", "))
-                    })
-                    .collect();
-                let wanted: Vec<String> = requested
-                    .iter()
-                    .map(|(resource, value)| amount(resource, *value))
-                    .collect();
-                problems.push(format!(
-                    "the job requests {} in pod set {}{}, but no flavor of ClusterQueue {cluster_queue:?} can ever give all of it ({})",
-                    wanted.join(", "),
-                    demand.pod_set,
-                    pods_phrase(demand, None),
-                    flavors.join("; "),
-                ));
-            }
-            for (resource, value) in beyond_every_flavor {
-                let limit: Vec<String> = group
-                    .flavors
-                    .iter()
-                    .map(|flavor| {
-                        let quantity = quantity(resource, limits.get(&flavor.name, resource));
+                        let most = quantity(resource, limit(flavor, resource));
                         if group.flavors.len() == 1 {
-                            quantity
+                            most
                         } else {
-                            format!("{quantity} in flavor {:?}", flavor.name)
+                            format!("{most} in flavor {:?}", flavor.name)
                         }
                     })
                     .collect();
-                problems.push(format!(
-                    "the job requests {} in pod set {}{}, but ClusterQueue {cluster_queue:?} can never give more than {} (nominal quota plus what it may borrow)",
+                format!(
+                    "the job requests {} in pod set {}{}, but ClusterQueue {:?} can never give more than {} (nominal quota plus what it may borrow)",
                     amount(resource, *value),
                     demand.pod_set,
                     pods_phrase(demand, Some(resource)),
-                    limit.join(" or "),
-                ));
-            }
-            reported.extend(requested.iter().map(|(resource, _)| (*resource).clone()));
-        }
-        totals.push(total);
+                    self.name,
+                    most.join(" or "),
+                )
+            })
+            .collect()
     }
 
-    if demands.len() > 1 {
+    /// The job's PodSets together against all flavors of each group together.
+    fn job_totals(
+        &self,
+        demands: &[Demand],
+        totals: &[Requests],
+        reported: &[String],
+    ) -> Vec<String> {
         let mut sums: BTreeMap<&str, i64> = BTreeMap::new();
-        for total in &totals {
-            for (resource, value) in total {
-                let sum = sums.entry(resource.as_str()).or_default();
-                *sum = sum.saturating_add(*value);
-            }
+        for (resource, value) in totals.iter().flatten() {
+            let sum = sums.entry(resource.as_str()).or_default();
+            *sum = sum.saturating_add(*value);
         }
+        let mut problems = Vec::new();
         for (resource, sum) in sums {
             if reported.iter().any(|done| done == resource) {
                 continue;
             }
-            let Some(group) = spec
+            let Some(group) = self
+                .spec
                 .resource_groups
                 .iter()
                 .find(|group| group.covered_resources.iter().any(|r| r == resource))
@@ -359,28 +418,33 @@ pub fn never_fits(
                 continue;
             };
             let capacity = group.flavors.iter().fold(0i64, |acc, flavor| {
-                acc.saturating_add(limits.get(&flavor.name, resource))
+                acc.saturating_add(self.limits.get(&flavor.name, resource))
             });
-            if sum > capacity {
-                let parts: Vec<String> = demands
-                    .iter()
-                    .zip(&totals)
-                    .filter_map(|(demand, total)| {
-                        total.get(resource).map(|value| {
-                            format!("{}: {}", demand.pod_set, quantity(resource, *value))
-                        })
-                    })
-                    .collect();
-                problems.push(format!(
-                    "the job requests {} across its pod sets ({}), but ClusterQueue {cluster_queue:?} can never give more than {} (nominal quota plus what it may borrow)",
-                    amount(resource, sum),
-                    parts.join(", "),
-                    quantity(resource, capacity),
-                ));
+            if sum <= capacity {
+                continue;
             }
+            let parts: Vec<String> = demands
+                .iter()
+                .zip(totals)
+                .filter_map(|(demand, total)| {
+                    let value = total.get(resource)?;
+                    Some(format!(
+                        "{}: {}",
+                        demand.pod_set,
+                        quantity(resource, *value)
+                    ))
+                })
+                .collect();
+            problems.push(format!(
+                "the job requests {} across its pod sets ({}), but ClusterQueue {:?} can never give more than {} (nominal quota plus what it may borrow)",
+                amount(resource, sum),
+                parts.join(", "),
+                self.name,
+                quantity(resource, capacity),
+            ));
         }
+        problems
     }
-    problems
 }
 
 /// `max_possible` per (flavor, resource) of one ClusterQueue, computed once per resource.

@@ -82,29 +82,21 @@ fn label_or_empty<'a>(object: &'a Value, key: &str) -> &'a str {
 }
 
 fn set_label(object: &mut Value, key: &str, value: &str) {
-    if !object.is_object() {
+    let Some(object) = object.as_object_mut() else {
         return;
-    }
-    let metadata = object.as_object_mut().map(|o| {
-        o.entry("metadata")
-            .or_insert_with(|| Value::Object(Map::new()))
-    });
-    let Some(metadata) = metadata else { return };
+    };
+    let metadata = object
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
     if !metadata.is_object() {
         *metadata = Value::Object(Map::new());
     }
-    let Some(metadata) = metadata.as_object_mut() else {
-        return;
-    };
-    let labels = metadata
-        .entry("labels")
-        .or_insert_with(|| Value::Object(Map::new()));
+    // Both levels are objects here, so indexing inserts rather than panics.
+    let labels = &mut metadata["labels"];
     if !labels.is_object() {
         *labels = Value::Object(Map::new());
     }
-    if let Some(labels) = labels.as_object_mut() {
-        labels.insert(key.to_owned(), Value::from(value));
-    }
+    labels[key] = Value::from(value);
 }
 
 fn label_path(key: &str) -> String {
