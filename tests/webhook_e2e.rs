@@ -576,3 +576,30 @@ async fn kueue_objects_are_validated_with_kueue_messages() {
     let read = v1beta1.get("q").await.expect("v1beta1 LocalQueue");
     assert_eq!(read.data["spec"]["clusterQueue"], json!("anything"));
 }
+
+#[tokio::test]
+async fn queues_and_a_job_applied_together_are_accepted() {
+    let harness = harness().await;
+    let ns = harness.cluster.namespace().await;
+    let ns = ns.name();
+    let flavor = json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+        "metadata": {"name": "default"}, "spec": {}
+    });
+    let cq = format!("{ns}-together");
+    // Like `kubectl apply -f dir/`: the job comes right after the queues it needs, before the
+    // watch caches can have seen them; it needs more than a cached, smaller quota would give.
+    let output = apply(
+        harness,
+        Some(ns),
+        &[
+            flavor,
+            cluster_queue(&cq, "16"),
+            local_queue(ns, "fresh", &cq),
+            batch_job("together", queue_label("fresh"), 4, "4"),
+        ],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stored = get_json(harness, &["-n", ns, "job/together"]);
+    assert_eq!(stored.pointer("/spec/suspend"), Some(&json!(true)));
+}
