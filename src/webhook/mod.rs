@@ -6,7 +6,13 @@
 //! [`AdmissionHandler`] (which also lists the paths it serves) and, for `/convert`, by a
 //! [`Converter`].
 
+pub mod admission;
+pub mod capacity;
+pub mod configuration;
 pub mod health;
+pub mod jobs;
+pub mod kueue;
+pub mod lookup;
 pub mod review;
 pub mod router;
 pub mod server;
