@@ -21,6 +21,8 @@ pub struct Metrics {
     registry: Registry,
     /// Metrics of the webhook HTTPS server.
     pub webhook: WebhookMetrics,
+    /// Kueue's scheduling metrics (`kueue_*`), written by the admitter.
+    pub admitter: AdmitterMetrics,
 }
 
 impl Default for Metrics {
@@ -34,7 +36,12 @@ impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::default();
         let webhook = WebhookMetrics::register(&mut registry);
-        Self { registry, webhook }
+        let admitter = AdmitterMetrics::register(&mut registry);
+        Self {
+            registry,
+            webhook,
+            admitter,
+        }
     }
 
     /// The registry, for callers that encode it themselves.
@@ -203,6 +210,267 @@ impl WebhookMetrics {
     }
 }
 
+/// Kueue's `replica_role` label: which replica reported a metric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReplicaRole {
+    /// The replica holding the leader-election Lease.
+    Leader,
+    /// A replica that is not the leader.
+    Follower,
+    /// Leader election is off.
+    Standalone,
+}
+
+impl ReplicaRole {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Leader => "leader",
+            Self::Follower => "follower",
+            Self::Standalone => "standalone",
+        }
+    }
+}
+
+impl EncodeLabelValue for ReplicaRole {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        encoder.write_str(self.as_str())
+    }
+}
+
+/// Labels `cluster_queue, replica_role`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ClusterQueueLabels {
+    /// ClusterQueue name.
+    pub cluster_queue: String,
+    /// Reporting replica.
+    pub replica_role: ReplicaRole,
+}
+
+/// Labels `cluster_queue, status, replica_role`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ClusterQueueStatusLabels {
+    /// ClusterQueue name.
+    pub cluster_queue: String,
+    /// `active`/`inadmissible` (pending workloads) or `pending`/`active`/`terminated` (queue).
+    pub status: &'static str,
+    /// Reporting replica.
+    pub replica_role: ReplicaRole,
+}
+
+/// Labels `cluster_queue, priority_class, replica_role`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct PriorityLabels {
+    /// ClusterQueue name.
+    pub cluster_queue: String,
+    /// Name in the workload's `priorityClassRef`, empty without one.
+    pub priority_class: String,
+    /// Reporting replica.
+    pub replica_role: ReplicaRole,
+}
+
+/// Labels of `kueue_evicted_workloads_total`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct EvictionLabels {
+    /// ClusterQueue the workload was evicted from.
+    pub cluster_queue: String,
+    /// Eviction reason, e.g. `Preempted`.
+    pub reason: String,
+    /// Underlying cause, empty when there is none.
+    pub underlying_cause: String,
+    /// Name in the workload's `priorityClassRef`, empty without one.
+    pub priority_class: String,
+    /// Reporting replica.
+    pub replica_role: ReplicaRole,
+}
+
+/// Labels of `kueue_preempted_workloads_total`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct PreemptionLabels {
+    /// ClusterQueue of the preemptor.
+    pub preempting_cluster_queue: String,
+    /// Preemption reason, e.g. `InClusterQueue`.
+    pub reason: String,
+    /// Reporting replica.
+    pub replica_role: ReplicaRole,
+}
+
+/// Labels of `kueue_admission_attempts_total`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct AttemptLabels {
+    /// `success` or `inadmissible`.
+    pub result: &'static str,
+    /// Reporting replica.
+    pub replica_role: ReplicaRole,
+}
+
+type WaitHistogramFamily = Family<PriorityLabels, Histogram, fn() -> Histogram>;
+
+fn wait_histogram() -> Histogram {
+    // 1 s .. ~2.3 h: waiting for quota takes from seconds to hours.
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        1.0, 2.0, 14,
+    ))
+}
+
+/// Kueue's scheduling metrics; cheap to clone (all handles share the registry's data).
+#[derive(Clone, Debug)]
+pub struct AdmitterMetrics {
+    /// `kueue_pending_workloads{cluster_queue, status}`: workloads waiting, `active` or `inadmissible`.
+    pub pending_workloads: Family<ClusterQueueStatusLabels, Gauge>,
+    /// `kueue_quota_reserved_workloads_total{cluster_queue, priority_class}`.
+    pub quota_reserved_workloads: Family<PriorityLabels, Counter>,
+    /// `kueue_quota_reserved_wait_time_seconds{cluster_queue, priority_class}`.
+    pub quota_reserved_wait_time: WaitHistogramFamily,
+    /// `kueue_admitted_workloads_total{cluster_queue, priority_class}`.
+    pub admitted_workloads: Family<PriorityLabels, Counter>,
+    /// `kueue_admission_wait_time_seconds{cluster_queue, priority_class}`.
+    pub admission_wait_time: WaitHistogramFamily,
+    /// `kueue_cluster_queue_status{cluster_queue, status}`: 1 on the queue's status.
+    pub cluster_queue_status: Family<ClusterQueueStatusLabels, Gauge>,
+    /// `kueue_evicted_workloads_total{cluster_queue, reason, underlying_cause, priority_class}`.
+    pub evicted_workloads: Family<EvictionLabels, Counter>,
+    /// `kueue_preempted_workloads_total{preempting_cluster_queue, reason}`.
+    pub preempted_workloads: Family<PreemptionLabels, Counter>,
+    /// `kueue_admission_attempts_total{result}`.
+    pub admission_attempts: Family<AttemptLabels, Counter>,
+    /// `kueue_reserving_active_workloads{cluster_queue}`.
+    pub reserving_active_workloads: Family<ClusterQueueLabels, Gauge>,
+    /// `kueue_admitted_active_workloads{cluster_queue}`.
+    pub admitted_active_workloads: Family<ClusterQueueLabels, Gauge>,
+}
+
+impl AdmitterMetrics {
+    fn register(registry: &mut Registry) -> Self {
+        let metrics = Self {
+            pending_workloads: Family::default(),
+            quota_reserved_workloads: Family::default(),
+            quota_reserved_wait_time: Family::new_with_constructor(wait_histogram),
+            admitted_workloads: Family::default(),
+            admission_wait_time: Family::new_with_constructor(wait_histogram),
+            cluster_queue_status: Family::default(),
+            evicted_workloads: Family::default(),
+            preempted_workloads: Family::default(),
+            admission_attempts: Family::default(),
+            reserving_active_workloads: Family::default(),
+            admitted_active_workloads: Family::default(),
+        };
+        registry.register(
+            "kueue_pending_workloads",
+            "The number of pending workloads, per cluster_queue and status",
+            metrics.pending_workloads.clone(),
+        );
+        registry.register(
+            "kueue_quota_reserved_workloads",
+            "The total number of quota reserved workloads per cluster_queue",
+            metrics.quota_reserved_workloads.clone(),
+        );
+        registry.register(
+            "kueue_quota_reserved_wait_time_seconds",
+            "The time between a workload was created or requeued until it got quota reservation, per cluster_queue",
+            metrics.quota_reserved_wait_time.clone(),
+        );
+        registry.register(
+            "kueue_admitted_workloads",
+            "The total number of admitted workloads per cluster_queue",
+            metrics.admitted_workloads.clone(),
+        );
+        registry.register(
+            "kueue_admission_wait_time_seconds",
+            "The time between a workload was created or requeued until admission, per cluster_queue",
+            metrics.admission_wait_time.clone(),
+        );
+        registry.register(
+            "kueue_cluster_queue_status",
+            "Reports the cluster_queue's status: pending, active or terminated",
+            metrics.cluster_queue_status.clone(),
+        );
+        registry.register(
+            "kueue_evicted_workloads",
+            "The number of evicted workloads per cluster_queue and reason",
+            metrics.evicted_workloads.clone(),
+        );
+        registry.register(
+            "kueue_preempted_workloads",
+            "The number of preempted workloads per preempting_cluster_queue and reason",
+            metrics.preempted_workloads.clone(),
+        );
+        registry.register(
+            "kueue_admission_attempts",
+            "The total number of attempts to admit workloads, per result",
+            metrics.admission_attempts.clone(),
+        );
+        registry.register(
+            "kueue_reserving_active_workloads",
+            "The number of workloads holding quota, per cluster_queue",
+            metrics.reserving_active_workloads.clone(),
+        );
+        registry.register(
+            "kueue_admitted_active_workloads",
+            "The number of admitted workloads that are active (unsuspended and not finished), per cluster_queue",
+            metrics.admitted_active_workloads.clone(),
+        );
+        metrics
+    }
+
+    /// Records a quota reservation that was also an admission, after `wait_seconds` in the queue.
+    pub fn admitted(&self, labels: &PriorityLabels, wait_seconds: f64) {
+        self.quota_reserved_workloads.get_or_create(labels).inc();
+        self.quota_reserved_wait_time
+            .get_or_create(labels)
+            .observe(wait_seconds);
+        self.admitted_workloads.get_or_create(labels).inc();
+        self.admission_wait_time
+            .get_or_create(labels)
+            .observe(wait_seconds);
+    }
+
+    /// Forgets the per-queue gauges of a ClusterQueue that no longer exists.
+    pub fn forget_cluster_queue(&self, cluster_queue: &str, replica_role: ReplicaRole) {
+        for status in ["active", "inadmissible"] {
+            self.pending_workloads.remove(&ClusterQueueStatusLabels {
+                cluster_queue: cluster_queue.to_owned(),
+                status,
+                replica_role,
+            });
+        }
+        for status in CLUSTER_QUEUE_STATUSES {
+            self.cluster_queue_status.remove(&ClusterQueueStatusLabels {
+                cluster_queue: cluster_queue.to_owned(),
+                status,
+                replica_role,
+            });
+        }
+        let labels = ClusterQueueLabels {
+            cluster_queue: cluster_queue.to_owned(),
+            replica_role,
+        };
+        self.reserving_active_workloads.remove(&labels);
+        self.admitted_active_workloads.remove(&labels);
+    }
+
+    /// Sets `kueue_cluster_queue_status` to 1 on `status` and 0 on the others.
+    pub fn set_cluster_queue_status(
+        &self,
+        cluster_queue: &str,
+        status: &'static str,
+        replica_role: ReplicaRole,
+    ) {
+        for candidate in CLUSTER_QUEUE_STATUSES {
+            self.cluster_queue_status
+                .get_or_create(&ClusterQueueStatusLabels {
+                    cluster_queue: cluster_queue.to_owned(),
+                    status: candidate,
+                    replica_role,
+                })
+                .set(i64::from(candidate == status));
+        }
+    }
+}
+
+/// Values of the `status` label of `kueue_cluster_queue_status`.
+pub const CLUSTER_QUEUE_STATUSES: [&str; 3] = ["pending", "active", "terminated"];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,5 +512,63 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("# EOF\n"));
+    }
+    #[test]
+    fn admitter_metrics_use_kueue_names_and_labels() {
+        let metrics = Metrics::new();
+        let admitter = &metrics.admitter;
+        admitter.admitted(
+            &PriorityLabels {
+                cluster_queue: "cq".to_owned(),
+                priority_class: "high".to_owned(),
+                replica_role: ReplicaRole::Leader,
+            },
+            3.0,
+        );
+        admitter.set_cluster_queue_status("cq", "active", ReplicaRole::Leader);
+        admitter
+            .pending_workloads
+            .get_or_create(&ClusterQueueStatusLabels {
+                cluster_queue: "cq".to_owned(),
+                status: "inadmissible",
+                replica_role: ReplicaRole::Leader,
+            })
+            .set(2);
+        admitter
+            .evicted_workloads
+            .get_or_create(&EvictionLabels {
+                cluster_queue: "cq".to_owned(),
+                reason: "Preempted".to_owned(),
+                underlying_cause: String::new(),
+                priority_class: String::new(),
+                replica_role: ReplicaRole::Leader,
+            })
+            .inc();
+        admitter
+            .preempted_workloads
+            .get_or_create(&PreemptionLabels {
+                preempting_cluster_queue: "cq".to_owned(),
+                reason: "InClusterQueue".to_owned(),
+                replica_role: ReplicaRole::Leader,
+            })
+            .inc();
+        let text = metrics.encode().unwrap();
+        for line in [
+            "kueue_admitted_workloads_total{cluster_queue=\"cq\",priority_class=\"high\",replica_role=\"leader\"} 1\n",
+            "kueue_quota_reserved_workloads_total{cluster_queue=\"cq\",priority_class=\"high\",replica_role=\"leader\"} 1\n",
+            "kueue_admission_wait_time_seconds_bucket{le=\"4.0\",cluster_queue=\"cq\",priority_class=\"high\",replica_role=\"leader\"} 1\n",
+            "kueue_admission_wait_time_seconds_bucket{le=\"2.0\",cluster_queue=\"cq\",priority_class=\"high\",replica_role=\"leader\"} 0\n",
+            "kueue_cluster_queue_status{cluster_queue=\"cq\",status=\"active\",replica_role=\"leader\"} 1\n",
+            "kueue_cluster_queue_status{cluster_queue=\"cq\",status=\"pending\",replica_role=\"leader\"} 0\n",
+            "kueue_pending_workloads{cluster_queue=\"cq\",status=\"inadmissible\",replica_role=\"leader\"} 2\n",
+            "kueue_evicted_workloads_total{cluster_queue=\"cq\",reason=\"Preempted\",underlying_cause=\"\",priority_class=\"\",replica_role=\"leader\"} 1\n",
+            "kueue_preempted_workloads_total{preempting_cluster_queue=\"cq\",reason=\"InClusterQueue\",replica_role=\"leader\"} 1\n",
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
+        admitter.forget_cluster_queue("cq", ReplicaRole::Leader);
+        let text = metrics.encode().unwrap();
+        assert!(!text.contains("kueue_cluster_queue_status{"), "{text}");
+        assert!(!text.contains("kueue_pending_workloads{"), "{text}");
     }
 }

@@ -1,6 +1,75 @@
-//! The quota admitter: queues pending workloads and reserves ClusterQueue quota for them.
+//! The quota admitter: turns jobs into Workloads, queues them, reserves ClusterQueue quota and
+//! starts the jobs; only the replica holding the leader Lease admits.
 
+pub mod apply;
 pub mod events;
 pub mod job_controller;
+pub mod leader;
+pub mod queue_status;
 pub mod scheduler;
+pub mod scheduling_loop;
+pub mod snapshot;
 pub mod workload_builder;
+
+use std::{future::Future, sync::Arc};
+
+use futures::FutureExt;
+use kube::Client;
+
+pub use scheduling_loop::run_scheduler;
+
+use crate::{config::Configuration, metrics::Metrics, stores::Stores};
+
+#[cfg(test)]
+mod fixtures;
+
+/// Runs the job controllers and the scheduler while this replica holds the leader Lease,
+/// until `shutdown` completes (then the Lease is released so another replica takes over).
+pub async fn run(
+    client: Client,
+    config: Arc<Configuration>,
+    stores: Stores,
+    metrics: Arc<Metrics>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let identity = leader_identity();
+    let election = config.leader_election.clone();
+    leader::lead(client.clone(), &election, identity, shutdown, || {
+        let (client, config, stores, metrics) =
+            (client.clone(), config.clone(), stores.clone(), metrics.clone());
+        async move {
+            // Both halves stop when this future is dropped on losing the Lease.
+            let jobs = job_controllers_after_sync(client.clone(), config.clone(), stores.clone());
+            let scheduler = run_scheduler(client, config, stores, metrics, futures::future::pending());
+            let (_, scheduled) = futures::join!(jobs, scheduler);
+            if let Err(err) = scheduled {
+                tracing::error!(%err, "the scheduler stopped");
+            }
+        }
+    })
+    .await;
+}
+
+async fn job_controllers_after_sync(client: Client, config: Arc<Configuration>, stores: Stores) {
+    let timeout = config
+        .controller
+        .cache_sync_timeout
+        .unwrap_or(scheduling_loop::DEFAULT_CACHE_SYNC_TIMEOUT);
+    if let Err(err) = stores.wait_until_ready(timeout).await {
+        tracing::error!(%err, "job controllers not started");
+        return;
+    }
+    job_controller::run_job_controllers(client, config, stores, futures::future::pending().boxed())
+        .await;
+}
+
+/// `<hostname>_<random>`, unique per process as Kubernetes' leader election expects.
+fn leader_identity() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "kuota".to_string());
+    format!("{host}_{:08x}", std::process::id() ^ (jiff::Timestamp::now().subsec_nanosecond() as u32))
+}

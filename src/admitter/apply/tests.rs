@@ -1,0 +1,389 @@
+use std::collections::BTreeMap;
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+use crate::admitter::fixtures::{condition as api_condition, rfc3339, ts, workload};
+
+fn admission(cluster_queue: &str) -> model::Admission {
+    model::Admission {
+        cluster_queue: cluster_queue.to_owned(),
+        pod_set_assignments: vec![model::PodSetAssignment {
+            name: "main".to_owned(),
+            flavors: BTreeMap::from([
+                ("cpu".to_owned(), "default".to_owned()),
+                ("memory".to_owned(), "default".to_owned()),
+            ]),
+            resource_usage: BTreeMap::from([
+                ("cpu".to_owned(), 2500),
+                ("memory".to_owned(), 2 << 30),
+            ]),
+            count: 2,
+        }],
+    }
+}
+
+fn patch_of(update: &Update, object: &api::Workload, now: i64) -> Value {
+    let status = update
+        .status(object, ts(now))
+        .expect("applies")
+        .expect("changes the status");
+    status_patch(object, &status)
+}
+
+const PREEMPTION_MESSAGE: &str = "Preempted to accommodate a workload (UID: uid-b, JobUID: UNKNOWN) due to prioritization in the ClusterQueue; preemptor path: /cq; preemptee path: /cq";
+
+#[test]
+fn admitting_writes_the_admission_and_resets_eviction_conditions() {
+    let object = workload("ns", "wl")
+        .queue("lq")
+        .pod_set("main", 2, json!({"cpu": "1250m", "memory": "1Gi"}))
+        .condition("QuotaReserved", "False", "Pending", "waiting", 200)
+        .condition("Evicted", "True", "Preempted", PREEMPTION_MESSAGE, 150)
+        .condition(
+            "Preempted",
+            "True",
+            "InClusterQueue",
+            PREEMPTION_MESSAGE,
+            150,
+        )
+        .condition("Requeued", "True", "Preempted", PREEMPTION_MESSAGE, 160)
+        .status(
+            "resourceRequests",
+            json!([{"name": "main", "resources": {"cpu": "2500m"}}]),
+        )
+        .build();
+    let update = Update::Admit {
+        admission: admission("cq"),
+        generation: Some(1),
+    };
+    let previously = format!("Previously: {PREEMPTION_MESSAGE}");
+    assert_eq!(
+        patch_of(&update, &object, 300),
+        json!({
+            "metadata": {"resourceVersion": "10"},
+            "status": {
+                "admission": {
+                    "clusterQueue": "cq",
+                    "podSetAssignments": [{
+                        "name": "main",
+                        "flavors": {"cpu": "default", "memory": "default"},
+                        "resourceUsage": {"cpu": "2500m", "memory": "2Gi"},
+                        "count": 2,
+                    }],
+                },
+                "conditions": [
+                    {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "Quota reserved in ClusterQueue cq", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+                    {"type": "Evicted", "status": "False", "reason": "QuotaReserved", "message": previously, "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+                    {"type": "Preempted", "status": "False", "reason": "QuotaReserved", "message": previously, "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+                    api_condition("Requeued", "True", "Preempted", PREEMPTION_MESSAGE, 160),
+                    {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "The workload is admitted", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+                ],
+                "resourceRequests": null,
+            },
+        })
+    );
+}
+
+#[test]
+fn admission_is_refused_when_the_workload_moved_on() {
+    let update = Update::Admit {
+        admission: admission("cq"),
+        generation: Some(1),
+    };
+    let admitted = workload("ns", "wl")
+        .admission(
+            "cq",
+            json!([{"name": "main", "resourceUsage": {"cpu": "1"}}]),
+        )
+        .build();
+    let finished = workload("ns", "wl")
+        .condition("Finished", "True", "Succeeded", "done", 200)
+        .build();
+    let mut changed = workload("ns", "wl").build();
+    changed.metadata.generation = Some(2);
+    let deactivated = workload("ns", "wl").inactive().build();
+    let cases = [
+        (admitted, Skip::AlreadyAdmitted),
+        (finished, Skip::Finished),
+        (changed, Skip::SpecChanged),
+        (deactivated, Skip::Deactivated),
+    ];
+    for (object, want) in cases {
+        assert_eq!(update.status(&object, ts(300)), Err(want.clone()), "{want}");
+    }
+}
+
+#[test]
+fn pending_sets_quota_reserved_false_once() {
+    let object = workload("ns", "wl").queue("lq").build();
+    let update = Update::Pending {
+        reason: PendingReason::WaitingForQuota,
+        message: "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed".to_owned(),
+        resource_requests: vec![api::PodSetRequest {
+            name: "main".to_owned(),
+            resources: BTreeMap::from([(
+                "cpu".to_owned(),
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity("2".to_owned()),
+            )]),
+        }],
+    };
+    let patch = patch_of(&update, &object, 300);
+    assert_eq!(
+        patch,
+        json!({
+            "metadata": {"resourceVersion": "10"},
+            "status": {
+                "conditions": [{
+                    "type": "QuotaReserved", "status": "False", "reason": "WaitingForQuota",
+                    "message": "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed",
+                    "observedGeneration": 1, "lastTransitionTime": rfc3339(300),
+                }],
+                "resourceRequests": [{"name": "main", "resources": {"cpu": "2"}}],
+            },
+        })
+    );
+
+    let written: api::Workload = {
+        let mut value = serde_json::to_value(&object).unwrap();
+        json_patch::merge(&mut value, &patch);
+        serde_json::from_value(value).unwrap()
+    };
+    assert_eq!(
+        update.status(&written, ts(400)),
+        Ok(None),
+        "already written"
+    );
+
+    let other_message = Update::Pending {
+        reason: PendingReason::WaitingForQuota,
+        message: "later".to_owned(),
+        resource_requests: Vec::new(),
+    };
+    let status = other_message.status(&written, ts(400)).unwrap().unwrap();
+    assert_eq!(
+        status.conditions[0].last_transition_time,
+        Time(ts(300)),
+        "the status did not change, so neither does the transition time"
+    );
+    assert_eq!(status.conditions[0].message, "later");
+}
+
+#[test]
+fn pending_clears_a_stale_admitted_condition_and_skips_holders() {
+    let object = workload("ns", "wl")
+        .condition(
+            "Admitted",
+            "True",
+            "Admitted",
+            "The workload is admitted",
+            100,
+        )
+        .build();
+    let update = Update::Pending {
+        reason: PendingReason::Misconfigured,
+        message: "LocalQueue lq doesn't exist".to_owned(),
+        resource_requests: Vec::new(),
+    };
+    assert_eq!(
+        patch_of(&update, &object, 300)["status"]["conditions"],
+        json!([
+            {"type": "Admitted", "status": "False", "reason": "NoReservation", "message": "The workload has no reservation", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+            {"type": "QuotaReserved", "status": "False", "reason": "Misconfigured", "message": "LocalQueue lq doesn't exist", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+        ])
+    );
+    let holder = workload("ns", "wl")
+        .admission(
+            "cq",
+            json!([{"name": "main", "resourceUsage": {"cpu": "1"}}]),
+        )
+        .build();
+    assert_eq!(update.status(&holder, ts(300)), Err(Skip::AlreadyAdmitted));
+}
+
+fn admitted_workload() -> crate::admitter::fixtures::WorkloadBuilder {
+    workload("ns", "victim")
+        .queue("lq")
+        .priority(1)
+        .pod_set("main", 1, json!({"cpu": "1"}))
+        .admission(
+            "cq",
+            json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}, "count": 1}]),
+        )
+        .condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq", 100)
+        .condition("Admitted", "True", "Admitted", "The workload is admitted", 100)
+}
+
+#[test]
+fn preemption_evicts_with_both_conditions_and_counts_the_eviction() {
+    let object = admitted_workload()
+        .status(
+            "schedulingStats",
+            json!({"evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 1}]}),
+        )
+        .status(
+            "admissionChecks",
+            json!([{"name": "check", "state": "Retry", "lastTransitionTime": rfc3339(90), "message": "", "retryCount": 1}]),
+        )
+        .status("clusterName", json!("worker-1"))
+        .build();
+    let update = Update::Evict {
+        reason: "Preempted".to_owned(),
+        message: PREEMPTION_MESSAGE.to_owned(),
+        preemption: Some(Preemption {
+            reason: PreemptionReason::InClusterQueue,
+            preemptor: Preemptor {
+                key: "ns/b".to_owned(),
+                uid: "uid-b".to_owned(),
+                priority: 10,
+                cluster_queue: "cq".to_owned(),
+            },
+        }),
+    };
+    assert_eq!(
+        patch_of(&update, &object, 300),
+        json!({
+            "metadata": {"resourceVersion": "10"},
+            "status": {
+                "conditions": [
+                    api_condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq", 100),
+                    api_condition("Admitted", "True", "Admitted", "The workload is admitted", 100),
+                    {"type": "Evicted", "status": "True", "reason": "Preempted", "message": PREEMPTION_MESSAGE, "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+                    {"type": "Preempted", "status": "True", "reason": "InClusterQueue", "message": PREEMPTION_MESSAGE, "lastTransitionTime": rfc3339(300)},
+                ],
+                "schedulingStats": {"evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 2}]},
+                "admissionChecks": [{"name": "check", "state": "Pending", "lastTransitionTime": rfc3339(300), "message": "Reset to Pending after eviction. Previously: Retry", "retryCount": 2}],
+                "clusterName": null,
+            },
+        })
+    );
+}
+
+#[test]
+fn eviction_applies_once_and_only_to_holders() {
+    let update = Update::Evict {
+        reason: "ClusterQueueStopped".to_owned(),
+        message: "The ClusterQueue is stopped".to_owned(),
+        preemption: None,
+    };
+    let fresh = admitted_workload().build();
+    assert_eq!(
+        patch_of(&update, &fresh, 300)["status"],
+        json!({
+            "conditions": [
+                api_condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq", 100),
+                api_condition("Admitted", "True", "Admitted", "The workload is admitted", 100),
+                {"type": "Evicted", "status": "True", "reason": "ClusterQueueStopped", "message": "The ClusterQueue is stopped", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+            ],
+            "schedulingStats": {"evictions": [{"reason": "ClusterQueueStopped", "underlyingCause": "", "count": 1}]},
+        })
+    );
+    let evicted = admitted_workload()
+        .condition("Evicted", "True", "Preempted", "earlier", 200)
+        .build();
+    assert_eq!(update.status(&evicted, ts(300)), Err(Skip::AlreadyEvicted));
+    let released = workload("ns", "victim").build();
+    assert_eq!(update.status(&released, ts(300)), Err(Skip::NoReservation));
+}
+
+#[test]
+fn merge_patches_carry_only_differences() {
+    let cases = [
+        (
+            json!({"a": 1, "b": 2}),
+            json!({"a": 1, "b": 3}),
+            json!({"b": 3}),
+        ),
+        (json!({"a": 1, "b": 2}), json!({"a": 1}), json!({"b": null})),
+        (
+            json!({"a": {"x": 1, "y": 2}}),
+            json!({"a": {"x": 1, "y": 3, "z": 4}}),
+            json!({"a": {"y": 3, "z": 4}}),
+        ),
+        (
+            json!({"a": [1, 2]}),
+            json!({"a": [1, 3]}),
+            json!({"a": [1, 3]}),
+        ),
+        (
+            json!({"a": 1}),
+            json!({"a": {"x": 1}}),
+            json!({"a": {"x": 1}}),
+        ),
+        (json!({"a": 1}), json!({"a": 1}), json!({})),
+    ];
+    for (old, new, want) in cases {
+        let patch = merge_patch(&old, &new);
+        assert_eq!(patch, want, "{old} -> {new}");
+        let mut patched = old.clone();
+        json_patch::merge(&mut patched, &patch);
+        assert_eq!(patched, new, "applying the patch to {old}");
+    }
+}
+
+#[test]
+fn conditions_keep_their_transition_time_while_the_status_holds() {
+    let mut conditions = Vec::new();
+    assert!(set_condition(
+        &mut conditions,
+        new_condition("Active", true, "Ready").message("ok"),
+        ts(100)
+    ));
+    assert!(!set_condition(
+        &mut conditions,
+        new_condition("Active", true, "Ready").message("ok"),
+        ts(200)
+    ));
+    assert!(set_condition(
+        &mut conditions,
+        new_condition("Active", true, "Ready").message("still ok"),
+        ts(200)
+    ));
+    assert_eq!(conditions[0].last_transition_time, Time(ts(100)));
+    assert!(set_condition(
+        &mut conditions,
+        new_condition("Active", false, "Stopped"),
+        ts(300)
+    ));
+    assert_eq!(conditions[0].last_transition_time, Time(ts(300)));
+    assert_eq!(conditions.len(), 1);
+}
+
+#[test]
+fn long_messages_are_cut_on_character_boundaries() {
+    assert_eq!(truncate("short", 10), "short");
+    assert_eq!(truncate("0123456789abc", 10), "0123456...");
+    assert_eq!(truncate("ééééé", 6), "é...");
+}
+
+#[test]
+fn admission_converts_to_kueue_quantities() {
+    assert_eq!(
+        serde_json::to_value(api_admission(&admission("cq"))).unwrap(),
+        json!({
+            "clusterQueue": "cq",
+            "podSetAssignments": [{
+                "name": "main",
+                "flavors": {"cpu": "default", "memory": "default"},
+                "resourceUsage": {"cpu": "2500m", "memory": "2Gi"},
+                "count": 2,
+            }],
+        })
+    );
+}
+
+#[test]
+fn wait_time_counts_from_creation_or_the_last_requeue() {
+    let created = workload("ns", "wl").created(100).build();
+    assert_eq!(queued_wait_seconds(&created, ts(130)), 30.0);
+    let requeued = workload("ns", "wl")
+        .created(100)
+        .condition("Requeued", "True", "Preempted", "", 120)
+        .build();
+    assert_eq!(queued_wait_seconds(&requeued, ts(130)), 10.0);
+    assert_eq!(
+        priorities(10, 1),
+        "preemptor effective priority: 10 (base: 10, boost: 0); preemptee effective priority: 1 (base: 1, boost: 0)"
+    );
+}

@@ -1,0 +1,65 @@
+//! Dispatch of the CLI's subcommands.
+
+use std::io::Write;
+
+use crate::{
+    api::crds,
+    cli::{Cli, Command},
+    config::ConfigError,
+};
+
+/// Anything that ends a `kuota` command with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Crds(#[from] crds::CrdError),
+    #[error("{0}")]
+    Certs(#[from] crate::certs::CertError),
+    #[error("{0}")]
+    Serve(#[from] crate::serve::ServeError),
+    #[error("writing output: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Runs the command the CLI names.
+pub fn run(cli: Cli) -> Result<(), Error> {
+    match &cli.command {
+        Command::Version => {
+            println!("kuota {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        Command::Crds(args) => {
+            match &args.out {
+                Some(dir) => {
+                    for path in crds::write_all(dir)? {
+                        eprintln!("wrote {}", path.display());
+                    }
+                }
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    for crd in crds::all() {
+                        write!(out, "---\n{}", crds::render_yaml(&crd)?)?;
+                    }
+                }
+            }
+            Ok(())
+        }
+        Command::Certs(args) => {
+            crate::certs::write_dev_certs(&args.out, &args.hosts)?;
+            eprintln!("wrote ca.crt, tls.crt and tls.key to {}", args.out.display());
+            Ok(())
+        }
+        Command::Serve(args) => {
+            let config = cli.load_config()?;
+            let runtime = tokio::runtime::Runtime::new()?;
+            runtime.block_on(crate::serve::serve(
+                config,
+                cli.kubeconfig.clone(),
+                args.webhook_url.clone(),
+            ))?;
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,314 @@
+//! `kuota serve`: the webhook on every replica, the admitter on the Lease holder.
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+
+use axum::http::Uri;
+use k8s_openapi::{
+    api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
+    },
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+};
+use kube::{
+    Api, Client, ResourceExt,
+    api::{DeleteParams, Patch, PatchParams},
+    config::{KubeConfigOptions, Kubeconfig},
+};
+use serde_json::json;
+
+use crate::{
+    admitter,
+    api::{constants::GROUP, crds},
+    cert_manager::{CertManager, CertManagerConfig},
+    certs::{CA_COMMON_NAME, CA_ORGANIZATION, CertificateAuthority},
+    config::Configuration,
+    metrics::Metrics,
+    stores::Stores,
+    webhook::{
+        self, Readiness, TlsSource, WebhookServerConfig, WebhookState,
+        admission::{KuotaAdmission, converter},
+        configuration,
+        lookup::StoreClusterState,
+    },
+};
+
+/// The readiness component set once the reflector stores have synced.
+pub const STORES_COMPONENT: &str = "stores";
+/// Field manager of everything `kuota serve` applies.
+pub const FIELD_MANAGER: &str = "kuota";
+
+/// Why `kuota serve` stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("kubeconfig: {0}")]
+    Kubeconfig(#[from] kube::config::KubeconfigError),
+    #[error("kubernetes client: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("kubernetes client configuration: {0}")]
+    InferConfig(#[from] kube::config::InferConfigError),
+    #[error("webhook certificates: {0}")]
+    Certs(#[from] crate::certs::CertError),
+    #[error("webhook certificates: {0}")]
+    CertManager(#[from] crate::cert_manager::CertManagerError),
+    #[error("webhook server: {0}")]
+    Server(#[from] webhook::ServerError),
+    #[error("--webhook-url {0}: {1}")]
+    WebhookUrl(Uri, &'static str),
+}
+
+/// Runs until SIGTERM or Ctrl-C.
+pub async fn serve(
+    config: Configuration,
+    kubeconfig: Option<PathBuf>,
+    webhook_url: Option<Uri>,
+) -> Result<(), ServeError> {
+    let config = Arc::new(config);
+    for warning in &config.warnings {
+        tracing::warn!("{warning}");
+    }
+    let client = client(kubeconfig.as_deref()).await?;
+    let metrics = Arc::new(Metrics::new());
+    let (stores, drivers) = Stores::new(&client);
+    tokio::spawn(drivers.run());
+    let readiness = Readiness::new([STORES_COMPONENT]);
+
+    let out_of_cluster = match &webhook_url {
+        Some(url) => Some(OutOfCluster::new(url)?),
+        None => None,
+    };
+    let (tls, listen, rotation) = match &out_of_cluster {
+        Some(ooc) => (
+            TlsSource::InMemory {
+                cert_pem: ooc.cert_pem.clone(),
+                key_pem: ooc.key_pem.clone(),
+            },
+            ooc.listen,
+            None,
+        ),
+        None => match &config.internal_cert_management {
+            Some(icm) => {
+                let manager = CertManager::new(
+                    client.clone(),
+                    CertManagerConfig::new(
+                        &config.namespace,
+                        &icm.webhook_service_name,
+                        &icm.webhook_secret_name,
+                    ),
+                );
+                let bundle = manager.ensure().await?;
+                manager.inject_ca_bundle(&bundle.ca_cert).await?;
+                (
+                    TlsSource::InMemory {
+                        cert_pem: bundle.tls_cert.clone(),
+                        key_pem: bundle.tls_key.clone(),
+                    },
+                    config.webhook.address.socket_addr(),
+                    Some((manager, bundle)),
+                )
+            }
+            None => (
+                TlsSource::CertDir {
+                    dir: config.webhook.cert_dir.clone(),
+                    poll_interval: Duration::from_secs(10),
+                },
+                config.webhook.address.socket_addr(),
+                None,
+            ),
+        },
+    };
+
+    let lookup = Arc::new(StoreClusterState::new(stores.clone(), client.clone()));
+    let handler = Arc::new(KuotaAdmission::new(config.clone(), lookup));
+    let state = WebhookState::new(handler, metrics.clone()).with_converter(converter());
+    let mut server_config = WebhookServerConfig::new(tls);
+    server_config.listen_address = listen;
+    if let Some(health) = &config.health.probe_bind_address {
+        server_config.health_listen_address = health.socket_addr();
+    }
+    let server = webhook::serve(server_config, state, readiness.clone()).await?;
+    tracing::info!(address = %server.webhook_address(), health = %server.health_address(), "webhook serving");
+
+    if let Some((manager, bundle)) = rotation {
+        tokio::spawn(manager.run(server.tls().clone(), bundle));
+    }
+    if let Some(ooc) = &out_of_cluster {
+        ooc.register(&client, &config).await?;
+    }
+
+    {
+        let stores = stores.clone();
+        let readiness = readiness.clone();
+        tokio::spawn(async move {
+            match stores.wait_until_ready(Duration::from_secs(120)).await {
+                Ok(()) => readiness.set_ready(STORES_COMPONENT),
+                Err(err) => tracing::error!(%err, "not ready"),
+            }
+        });
+    }
+
+    let admitter = tokio::spawn(admitter::run(
+        client.clone(),
+        config.clone(),
+        stores.clone(),
+        metrics.clone(),
+    ));
+
+    let result = server.run_until(shutdown_signal()).await;
+    admitter.abort();
+    if let Some(ooc) = &out_of_cluster {
+        ooc.unregister(&client, &config).await;
+    }
+    result.map_err(Into::into)
+}
+
+async fn client(kubeconfig: Option<&std::path::Path>) -> Result<Client, ServeError> {
+    let config = match kubeconfig {
+        Some(path) => {
+            kube::Config::from_custom_kubeconfig(
+                Kubeconfig::read_from(path)?,
+                &KubeConfigOptions::default(),
+            )
+            .await?
+        }
+        None => kube::Config::infer().await?,
+    };
+    Ok(Client::try_from(config)?)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+/// Development mode: the webhook runs outside the cluster at a URL the API server can reach;
+/// our webhook configurations and CRD conversion are registered with that URL and removed again
+/// on a clean shutdown.
+struct OutOfCluster {
+    url: String,
+    listen: SocketAddr,
+    ca_pem: String,
+    cert_pem: String,
+    key_pem: String,
+}
+
+impl OutOfCluster {
+    fn new(url: &Uri) -> Result<Self, ServeError> {
+        let host = url
+            .host()
+            .ok_or_else(|| ServeError::WebhookUrl(url.clone(), "must name a host"))?;
+        let port = url.port_u16().unwrap_or(443);
+        let ip: Option<std::net::IpAddr> = host.trim_matches(['[', ']']).parse().ok();
+        let listen = SocketAddr::new(
+            ip.unwrap_or(std::net::IpAddr::from([0, 0, 0, 0])),
+            port,
+        );
+        let ca = CertificateAuthority::generate(
+            CA_COMMON_NAME,
+            CA_ORGANIZATION,
+            Duration::from_secs(365 * 24 * 3600),
+        )?;
+        let (dns, ips) = match ip {
+            Some(ip) => (vec![], vec![ip]),
+            None => (vec![host.to_string()], vec![]),
+        };
+        let serving = ca.issue_serving_cert(&dns, &ips, Duration::from_secs(365 * 24 * 3600))?;
+        let base = url.to_string();
+        Ok(Self {
+            url: base.trim_end_matches('/').to_string(),
+            listen,
+            ca_pem: ca.cert_pem().to_string(),
+            cert_pem: serving.cert_pem,
+            key_pem: serving.key_pem,
+        })
+    }
+
+    fn client_config(&self, path: &str) -> WebhookClientConfig {
+        WebhookClientConfig {
+            url: Some(format!("{}{path}", self.url)),
+            ca_bundle: Some(k8s_openapi::ByteString(self.ca_pem.as_bytes().to_vec())),
+            service: None,
+        }
+    }
+
+    async fn register(&self, client: &Client, config: &Configuration) -> Result<(), ServeError> {
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let mutating = configuration::mutating_configuration(
+            "kueue-",
+            |path| self.client_config(path),
+            &config.namespace,
+        );
+        let validating = configuration::validating_configuration(
+            "kueue-",
+            |path| self.client_config(path),
+            &config.namespace,
+        );
+        let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+        api.patch(&mutating.name_any(), &params, &Patch::Apply(&mutating))
+            .await?;
+        let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+        api.patch(&validating.name_any(), &params, &Patch::Apply(&validating))
+            .await?;
+        let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
+        for plural in crds::CONVERTED_PLURALS {
+            let name = format!("{plural}.{GROUP}");
+            if crd_api.get_opt(&name).await?.is_none() {
+                continue;
+            }
+            let conversion = json!({"spec": {"conversion": {
+                "strategy": "Webhook",
+                "webhook": {
+                    "clientConfig": self.client_config(webhook::CONVERT_PATH),
+                    "conversionReviewVersions": ["v1"],
+                }
+            }}});
+            crd_api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(conversion))
+                .await?;
+        }
+        tracing::info!(url = %self.url, "registered webhook configurations and CRD conversion");
+        Ok(())
+    }
+
+    async fn unregister(&self, client: &Client, config: &Configuration) {
+        let mutating = configuration::mutating_configuration(
+            "kueue-",
+            |path| self.client_config(path),
+            &config.namespace,
+        );
+        let validating = configuration::validating_configuration(
+            "kueue-",
+            |path| self.client_config(path),
+            &config.namespace,
+        );
+        let dp = DeleteParams::default();
+        let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+        let _ = api.delete(&mutating.name_any(), &dp).await;
+        let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+        let _ = api.delete(&validating.name_any(), &dp).await;
+        let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
+        for plural in crds::CONVERTED_PLURALS {
+            let name = format!("{plural}.{GROUP}");
+            let none = json!({"spec": {"conversion": {"strategy": "None", "webhook": null}}});
+            let _ = crd_api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(none))
+                .await;
+        }
+        tracing::info!("removed webhook configurations and CRD conversion");
+    }
+}

@@ -1,0 +1,902 @@
+//! The admitter's scheduling side on a real control plane: Kueue CRDs installed, the scheduler
+//! running in-process, ResourceFlavors, ClusterQueues, LocalQueues and Workloads created through
+//! the API. The test plays the job controller where one is needed (finishing workloads,
+//! clearing the admission of evicted ones).
+//!
+//! The scheduler watches every namespace and every ClusterQueue, so the tests take turns (one
+//! scheduler at a time) and name their cluster-scoped objects after their namespace.
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use kuota::admitter::leader::lead;
+use kuota::admitter::run_scheduler;
+use kuota::api::v1beta2::{ClusterQueue, LocalQueue, ResourceFlavor, Workload};
+use kuota::config::{Configuration, LoadOptions};
+use kuota::metrics::Metrics;
+use kuota::stores::Stores;
+use kuota_cluster::{TestCluster, TestNamespace, delete_ignoring_missing, eventually};
+use serde_json::{Value, json};
+use tokio::sync::{Mutex, MutexGuard, oneshot};
+use tokio::task::JoinHandle;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+static ONE_SCHEDULER_AT_A_TIME: Mutex<()> = Mutex::const_new(());
+
+struct Env {
+    _turn: MutexGuard<'static, ()>,
+    cluster: &'static TestCluster,
+    ns: TestNamespace,
+    client: Client,
+    cluster_scoped: Vec<(&'static str, String)>,
+}
+
+async fn env() -> Env {
+    let turn = ONE_SCHEDULER_AT_A_TIME.lock().await;
+    let cluster = TestCluster::shared().await;
+    cluster
+        .plane()
+        .install_crds(&kuota::api::crds::all())
+        .await
+        .expect("install the Kueue CRDs");
+    let ns = cluster.namespace().await;
+    let client = cluster.client().await;
+    Env {
+        _turn: turn,
+        cluster,
+        ns,
+        client,
+        cluster_scoped: Vec::new(),
+    }
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("valid object")
+}
+
+impl Env {
+    /// A cluster-scoped name unique to this test.
+    fn name(&self, base: &str) -> String {
+        format!("{}-{base}", self.ns.name())
+    }
+
+    fn workloads(&self) -> Api<Workload> {
+        Api::namespaced(self.client.clone(), self.ns.name())
+    }
+
+    async fn flavor(&mut self, base: &str) -> String {
+        let name = self.name(base);
+        let api: Api<ResourceFlavor> = Api::all(self.client.clone());
+        api.create(
+            &PostParams::default(),
+            &from_json(json!({"metadata": {"name": name}, "spec": {}})),
+        )
+        .await
+        .expect("create flavor");
+        self.cluster_scoped.push(("flavor", name.clone()));
+        name
+    }
+
+    /// A ClusterQueue with `cpu` quota in `flavor`, selecting every namespace; `spec` adds fields.
+    async fn cluster_queue(&mut self, base: &str, flavor: &str, nominal: &str, spec: Value) -> String {
+        let name = self.name(base);
+        let mut object = json!({
+            "metadata": {"name": name},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [{
+                    "coveredResources": ["cpu"],
+                    "flavors": [{"name": flavor, "resources": [{"name": "cpu", "nominalQuota": nominal}]}],
+                }],
+            },
+        });
+        if let (Some(target), Value::Object(extra)) = (object["spec"].as_object_mut(), spec) {
+            target.extend(extra);
+        }
+        let api: Api<ClusterQueue> = Api::all(self.client.clone());
+        api.create(&PostParams::default(), &from_json(object))
+            .await
+            .expect("create cluster queue");
+        self.cluster_scoped.push(("clusterqueue", name.clone()));
+        name
+    }
+
+    async fn local_queue(&self, name: &str, cluster_queue: &str) {
+        let api: Api<LocalQueue> = Api::namespaced(self.client.clone(), self.ns.name());
+        api.create(
+            &PostParams::default(),
+            &from_json(json!({
+                "metadata": {"name": name},
+                "spec": {"clusterQueue": cluster_queue},
+            })),
+        )
+        .await
+        .expect("create local queue");
+    }
+
+    async fn workload(&self, name: &str, queue: &str, cpu: &str, priority: i32) -> Workload {
+        self.workloads()
+            .create(
+                &PostParams::default(),
+                &from_json(json!({
+                    "metadata": {"name": name},
+                    "spec": {
+                        "queueName": queue,
+                        "priority": priority,
+                        "podSets": [{
+                            "name": "main",
+                            "count": 1,
+                            "template": {"spec": {
+                                "restartPolicy": "Never",
+                                "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
+                            }},
+                        }],
+                    },
+                })),
+            )
+            .await
+            .expect("create workload")
+    }
+
+    async fn get(&self, name: &str) -> Workload {
+        self.workloads().get(name).await.expect("get workload")
+    }
+
+    async fn wait_until(&self, what: &str, name: &str, probe: impl Fn(&Workload) -> bool) {
+        let workloads = self.workloads();
+        let result = eventually(WAIT, &format!("{name}: {what}"), || {
+            let workloads = workloads.clone();
+            let probe = &probe;
+            async move { workloads.get(name).await.ok().is_some_and(|w| probe(&w)) }
+        })
+        .await;
+        if let Err(error) = result {
+            panic!("{error}; workload: {:#?}", self.get(name).await.status);
+        }
+    }
+
+    async fn admitted(&self, names: &[&str]) -> Vec<String> {
+        let mut admitted = Vec::new();
+        for name in names {
+            if is_admitted(&self.get(name).await) {
+                admitted.push((*name).to_owned());
+            }
+        }
+        admitted
+    }
+
+    /// Replaces (or adds) a condition of a workload, as the job controller would.
+    async fn set_condition(&self, name: &str, condition: Value) {
+        let workload = self.get(name).await;
+        let mut conditions: Vec<Value> = workload
+            .status
+            .iter()
+            .flat_map(|status| &status.conditions)
+            .filter(|c| c.type_ != condition["type"])
+            .map(|c| serde_json::to_value(c).expect("condition"))
+            .collect();
+        conditions.push(condition);
+        self.patch_status(
+            &workload,
+            json!({"conditions": conditions}),
+        )
+        .await;
+    }
+
+    async fn patch_status(&self, workload: &Workload, status: Value) {
+        self.workloads()
+            .patch_status(
+                &workload.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(json!({
+                    "metadata": {"resourceVersion": workload.resource_version()},
+                    "status": status,
+                })),
+            )
+            .await
+            .expect("patch workload status");
+    }
+
+    async fn finish(&self, name: &str) {
+        self.set_condition(
+            name,
+            json!({"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done", "lastTransitionTime": now()}),
+        )
+        .await;
+    }
+
+    /// Clears the admission of an evicted workload, as the job controller does once its job stopped.
+    async fn release(&self, name: &str) {
+        let workload = self.get(name).await;
+        let conditions: Vec<Value> = workload
+            .status
+            .iter()
+            .flat_map(|status| &status.conditions)
+            .map(|c| {
+                let mut value = serde_json::to_value(c).expect("condition");
+                if c.type_ == "QuotaReserved" || c.type_ == "Admitted" {
+                    value["status"] = json!("False");
+                    value["reason"] = json!("Preempted");
+                    value["lastTransitionTime"] = json!(now());
+                }
+                value
+            })
+            .collect();
+        self.patch_status(&workload, json!({"admission": null, "conditions": conditions}))
+            .await;
+    }
+
+    async fn cluster_queue_status(&self, name: &str) -> Value {
+        let api: Api<ClusterQueue> = Api::all(self.client.clone());
+        serde_json::to_value(api.get(name).await.expect("get cq").status).expect("status")
+    }
+
+    async fn wait_for_cluster_queue(&self, name: &str, what: &str, probe: impl Fn(&Value) -> bool) {
+        let api: Api<ClusterQueue> = Api::all(self.client.clone());
+        let result = eventually(WAIT, &format!("{name}: {what}"), || {
+            let api = api.clone();
+            let probe = &probe;
+            async move {
+                api.get(name)
+                    .await
+                    .ok()
+                    .and_then(|cq| serde_json::to_value(cq.status).ok())
+                    .is_some_and(|status| probe(&status))
+            }
+        })
+        .await;
+        if let Err(error) = result {
+            panic!("{error}; status: {:#}", self.cluster_queue_status(name).await);
+        }
+    }
+
+    async fn cleanup(self) {
+        let queues: Api<ClusterQueue> = Api::all(self.client.clone());
+        let flavors: Api<ResourceFlavor> = Api::all(self.client.clone());
+        for (kind, name) in &self.cluster_scoped {
+            let result = match *kind {
+                "clusterqueue" => delete_ignoring_missing(&queues, name).await,
+                _ => delete_ignoring_missing(&flavors, name).await,
+            };
+            result.expect("delete cluster-scoped object");
+        }
+    }
+}
+
+fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+fn condition<'a>(workload: &'a Workload, type_: &str) -> Option<&'a Condition> {
+    workload
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
+fn is_admitted(workload: &Workload) -> bool {
+    workload
+        .status
+        .as_ref()
+        .is_some_and(|status| status.admission.is_some())
+        && condition(workload, "Admitted").is_some_and(|c| c.status == "True")
+}
+
+fn has_condition(workload: &Workload, type_: &str, status: &str, reason: &str) -> bool {
+    condition(workload, type_).is_some_and(|c| c.status == status && c.reason == reason)
+}
+
+fn config() -> Arc<Configuration> {
+    let mut config = Configuration::from_defaults(&LoadOptions::default()).expect("defaults");
+    config.leader_election.leader_elect = false;
+    Arc::new(config)
+}
+
+/// A scheduler running in-process with its own stores, as after a (re)start.
+struct RunningScheduler {
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+    metrics: Arc<Metrics>,
+}
+
+fn start_scheduler(client: &Client) -> RunningScheduler {
+    let (stores, drivers) = Stores::new(client);
+    let metrics = Arc::new(Metrics::new());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let client = client.clone();
+    let scheduler_metrics = Arc::clone(&metrics);
+    let task = tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        tokio::select! {
+            () = drivers.run() => {}
+            result = run_scheduler(client, config(), stores, scheduler_metrics, shutdown) => {
+                result.expect("the stores sync");
+            }
+        }
+    });
+    RunningScheduler {
+        stop,
+        task,
+        metrics,
+    }
+}
+
+impl RunningScheduler {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.expect("the scheduler task ends cleanly");
+    }
+}
+
+#[tokio::test]
+async fn admits_up_to_nominal_quota_then_borrows_then_waits_for_quota() {
+    let mut env = env().await;
+    let flavor = env.flavor("default").await;
+    let cohort = env.name("cohort");
+    let team = env
+        .cluster_queue("team", &flavor, "2", json!({"cohortName": cohort}))
+        .await;
+    let other = env
+        .cluster_queue("other", &flavor, "2", json!({"cohortName": cohort}))
+        .await;
+    env.local_queue("lq", &team).await;
+    let scheduler = start_scheduler(&env.client);
+
+    let names = ["w1", "w2", "w3", "w4", "w5"];
+    for name in names {
+        env.workload(name, "lq", "1", 0).await;
+    }
+    let message = format!(
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor {flavor}, 1 more needed"
+    );
+    let workloads = env.workloads();
+    let waiting = eventually(WAIT, "four admitted and one waiting for quota", || {
+        let workloads = workloads.clone();
+        let message = message.clone();
+        async move {
+            let Ok(list) = workloads.list(&ListParams::default()).await else {
+                return false;
+            };
+            let admitted = list.items.iter().filter(|w| is_admitted(w)).count();
+            let waiting = list
+                .items
+                .iter()
+                .filter(|w| {
+                    condition(w, "QuotaReserved").is_some_and(|c| {
+                        c.status == "False" && c.reason == "WaitingForQuota" && c.message == message
+                    })
+                })
+                .count();
+            admitted == 4 && waiting == 1
+        }
+    })
+    .await;
+    waiting.expect("two workloads within nominal quota, two borrowing, one waiting");
+
+    let admitted = env.admitted(&names).await;
+    let first = env.get(&admitted[0]).await;
+    let reserved = condition(&first, "QuotaReserved").expect("QuotaReserved");
+    assert_eq!(reserved.reason, "QuotaReserved");
+    assert_eq!(reserved.message, format!("Quota reserved in ClusterQueue {team}"));
+    let admission = serde_json::to_value(&first.status.as_ref().unwrap().admission).unwrap();
+    assert_eq!(
+        admission,
+        json!({
+            "clusterQueue": team,
+            "podSetAssignments": [{"name": "main", "flavors": {"cpu": flavor}, "resourceUsage": {"cpu": "1"}, "count": 1}],
+        })
+    );
+
+    env.wait_for_cluster_queue(&team, "counts and borrowing", |status| {
+        status["pendingWorkloads"] == 1
+            && status["reservingWorkloads"] == 4
+            && status["admittedWorkloads"] == 4
+            && status["flavorsReservation"]
+                == json!([{"name": flavor, "resources": [{"name": "cpu", "total": "4", "borrowed": "2"}]}])
+            && status["flavorsUsage"] == status["flavorsReservation"]
+            && status["conditions"][0]["reason"] == "Ready"
+            && status["conditions"][0]["message"] == "Can admit new workloads"
+    })
+    .await;
+    env.wait_for_cluster_queue(&other, "nothing of its own", |status| {
+        status["reservingWorkloads"] == 0 && status["pendingWorkloads"] == 0
+    })
+    .await;
+
+    let queues: Api<LocalQueue> = Api::namespaced(env.client.clone(), env.ns.name());
+    eventually(WAIT, "LocalQueue status", || {
+        let queues = queues.clone();
+        async move {
+            queues.get("lq").await.ok().and_then(|q| q.status).is_some_and(|s| {
+                s.pending_workloads == 1
+                    && s.admitted_workloads == 4
+                    && s.conditions.first().is_some_and(|c| {
+                        c.reason == "Ready" && c.message == "Can submit new workloads to localQueue"
+                    })
+            })
+        }
+    })
+    .await
+    .expect("LocalQueue counts");
+
+    let output = env
+        .cluster
+        .kubectl()
+        .args(["get", "clusterqueues", &team, "-o", "wide", "--no-headers"])
+        .output()
+        .expect("run kubectl");
+    let columns: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        columns,
+        vec![team.clone(), cohort.clone(), "BestEffortFIFO".to_owned(), "1".to_owned(), "4".to_owned()],
+        "kubectl get clusterqueues -o wide: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let events: Api<Event> = Api::namespaced(env.client.clone(), env.ns.name());
+    let first_name = first.name_any();
+    eventually(WAIT, "QuotaReserved and Admitted events", || {
+        let events = events.clone();
+        let first_name = first_name.clone();
+        let team = team.clone();
+        async move {
+            let Ok(list) = events.list(&ListParams::default()).await else {
+                return false;
+            };
+            let about_first: Vec<&Event> = list
+                .items
+                .iter()
+                .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(&first_name))
+                .collect();
+            about_first.iter().any(|e| {
+                e.reason.as_deref() == Some("QuotaReserved")
+                    && e.note.as_deref().is_some_and(|note| {
+                        note.starts_with(&format!(
+                            "Quota reserved in ClusterQueue {team}, wait time since queued was "
+                        ))
+                    })
+            }) && about_first.iter().any(|e| {
+                e.reason.as_deref() == Some("Admitted")
+                    && e.note.as_deref()
+                        == Some(&format!(
+                            "Admitted by ClusterQueue {team}, wait time since reservation was 0s"
+                        ))
+            })
+        }
+    })
+    .await
+    .expect("events on the admitted workload");
+
+    let text = scheduler.metrics.encode().unwrap();
+    assert!(
+        text.contains(&format!(
+            "kueue_admitted_workloads_total{{cluster_queue=\"{team}\",priority_class=\"\",replica_role=\"standalone\"}} 4\n"
+        )),
+        "{text}"
+    );
+
+    // Finishing one workload releases its quota to the one waiting.
+    let waiting_name = names
+        .iter()
+        .find(|name| !admitted.iter().any(|a| a == *name))
+        .expect("one is waiting");
+    env.finish(&admitted[0]).await;
+    env.wait_until("admitted after quota was released", waiting_name, is_admitted)
+        .await;
+    let mut holding = Vec::new();
+    for name in names {
+        let workload = env.get(name).await;
+        if is_admitted(&workload) && !has_condition(&workload, "Finished", "True", "Succeeded") {
+            holding.push(name);
+        }
+    }
+    assert_eq!(holding.len(), 4, "{holding:?}");
+    assert!(!holding.contains(&admitted[0].as_str()));
+
+    scheduler.stop().await;
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_higher_priority_workload_preempts_a_lower_one() {
+    let mut env = env().await;
+    let flavor = env.flavor("default").await;
+    let cq = env
+        .cluster_queue(
+            "cq",
+            &flavor,
+            "2",
+            json!({"preemption": {"withinClusterQueue": "LowerPriority"}}),
+        )
+        .await;
+    env.local_queue("lq", &cq).await;
+    let scheduler = start_scheduler(&env.client);
+
+    env.workload("low-1", "lq", "1", 1).await;
+    env.workload("low-2", "lq", "1", 1).await;
+    env.wait_until("admitted", "low-1", is_admitted).await;
+    env.wait_until("admitted", "low-2", is_admitted).await;
+
+    let high = env.workload("high", "lq", "1", 10).await;
+    env.wait_until("waiting for the preempted workload", "high", |w| {
+        condition(w, "QuotaReserved").is_some_and(|c| {
+            c.status == "False"
+                && c.reason == "WaitingForPreemptedWorkloads"
+                && c.message.ends_with(". Pending the preemption of 1 workload(s)")
+        })
+    })
+    .await;
+
+    let mut victims = Vec::new();
+    for name in ["low-1", "low-2"] {
+        if has_condition(&env.get(name).await, "Evicted", "True", "Preempted") {
+            victims.push(name);
+        }
+    }
+    let [victim] = victims.as_slice() else {
+        panic!("exactly one victim, got {victims:?}");
+    };
+    let evicted = env.get(victim).await;
+    let message = format!(
+        "Preempted to accommodate a workload (UID: {}, JobUID: UNKNOWN) due to prioritization in the ClusterQueue; preemptor path: /{cq}; preemptee path: /{cq}",
+        high.uid().unwrap()
+    );
+    assert_eq!(condition(&evicted, "Evicted").unwrap().message, message);
+    let preempted = condition(&evicted, "Preempted").expect("Preempted condition");
+    assert_eq!(
+        (preempted.status.as_str(), preempted.reason.as_str(), preempted.message.as_str()),
+        ("True", "InClusterQueue", message.as_str())
+    );
+    assert!(
+        evicted.status.as_ref().unwrap().admission.is_some(),
+        "the victim keeps its quota until its job stopped"
+    );
+    assert!(!is_admitted(&env.get("high").await));
+
+    // The job controller stops the victim's job and clears its admission.
+    env.release(victim).await;
+    env.wait_until("admitted once the victim left", "high", is_admitted)
+        .await;
+    env.wait_until("waiting for quota again", victim, |w| {
+        has_condition(w, "QuotaReserved", "False", "WaitingForQuota")
+    })
+    .await;
+
+    let text = scheduler.metrics.encode().unwrap();
+    assert!(
+        text.contains(&format!(
+            "kueue_preempted_workloads_total{{preempting_cluster_queue=\"{cq}\",reason=\"InClusterQueue\",replica_role=\"standalone\"}} 1\n"
+        )),
+        "{text}"
+    );
+    scheduler.stop().await;
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn strict_fifo_blocks_behind_a_big_head_and_best_effort_fifo_does_not() {
+    let mut env = env().await;
+    let flavor = env.flavor("default").await;
+    let strict = env
+        .cluster_queue("strict", &flavor, "2", json!({"queueingStrategy": "StrictFIFO"}))
+        .await;
+    let best_effort = env
+        .cluster_queue("best-effort", &flavor, "2", json!({"queueingStrategy": "BestEffortFIFO"}))
+        .await;
+    env.local_queue("strict", &strict).await;
+    env.local_queue("best-effort", &best_effort).await;
+    let scheduler = start_scheduler(&env.client);
+
+    for queue in ["strict", "best-effort"] {
+        env.workload(&format!("{queue}-filler"), queue, "1", 0).await;
+        env.wait_until("admitted", &format!("{queue}-filler"), is_admitted)
+            .await;
+    }
+    // Creation timestamps have whole seconds: make the big head strictly older.
+    for queue in ["strict", "best-effort"] {
+        env.workload(&format!("{queue}-big"), queue, "2", 0).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    for queue in ["strict", "best-effort"] {
+        env.workload(&format!("{queue}-small"), queue, "1", 0).await;
+    }
+
+    env.wait_until("admitted past the big head", "best-effort-small", is_admitted)
+        .await;
+    env.wait_until("waiting for quota", "strict-big", |w| {
+        has_condition(w, "QuotaReserved", "False", "WaitingForQuota")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        !is_admitted(&env.get("strict-small").await),
+        "StrictFIFO admits nothing behind its head"
+    );
+    assert!(!is_admitted(&env.get("best-effort-big").await));
+
+    // Once the filler finishes the head fits, and then the small one does not (2 of 2 used).
+    env.finish("strict-filler").await;
+    env.wait_until("admitted", "strict-big", is_admitted).await;
+    assert!(!is_admitted(&env.get("strict-small").await));
+
+    scheduler.stop().await;
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_restarted_scheduler_rebuilds_usage_from_workload_status() {
+    let mut env = env().await;
+    let flavor = env.flavor("default").await;
+    let cq = env.cluster_queue("cq", &flavor, "2", json!({})).await;
+    env.local_queue("lq", &cq).await;
+
+    let first = start_scheduler(&env.client);
+    env.workload("before-1", "lq", "1", 0).await;
+    env.workload("before-2", "lq", "1", 0).await;
+    env.wait_until("admitted", "before-1", is_admitted).await;
+    env.wait_until("admitted", "before-2", is_admitted).await;
+    first.stop().await;
+
+    env.workload("after-1", "lq", "1", 0).await;
+    env.workload("after-2", "lq", "1", 0).await;
+    let second = start_scheduler(&env.client);
+    for name in ["after-1", "after-2"] {
+        env.wait_until("waiting for quota", name, |w| {
+            has_condition(w, "QuotaReserved", "False", "WaitingForQuota")
+        })
+        .await;
+    }
+    env.wait_for_cluster_queue(&cq, "usage rebuilt from status", |status| {
+        status["reservingWorkloads"] == 2 && status["pendingWorkloads"] == 2
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let all = ["before-1", "before-2", "after-1", "after-2"];
+    assert_eq!(env.admitted(&all).await, vec!["before-1", "before-2"]);
+
+    env.finish("before-1").await;
+    let workloads = env.workloads();
+    eventually(WAIT, "one more admitted", || {
+        let workloads = workloads.clone();
+        async move {
+            let mut admitted = 0;
+            for name in ["after-1", "after-2"] {
+                if workloads.get(name).await.ok().is_some_and(|w| is_admitted(&w)) {
+                    admitted += 1;
+                }
+            }
+            admitted == 1
+        }
+    })
+    .await
+    .expect("the released quota goes to one waiting workload");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        env.admitted(&all).await.len(),
+        3,
+        "both before (the finished one keeps its admission, as in Kueue) and one after"
+    );
+    let last = env.admitted(&["after-1", "after-2"]).await;
+    assert_eq!(last.len(), 1, "never past quota: {last:?}");
+
+    second.stop().await;
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn misconfigured_queues_are_reported_on_workloads_and_queues() {
+    let mut env = env().await;
+    let missing_flavor = env.name("missing");
+    let broken = env
+        .cluster_queue("broken", &missing_flavor, "2", json!({}))
+        .await;
+    let absent = env.name("absent");
+    env.local_queue("to-absent", &absent).await;
+    env.local_queue("to-broken", &broken).await;
+    let scheduler = start_scheduler(&env.client);
+
+    env.workload("no-local-queue", "nope", "1", 0).await;
+    env.workload("no-cluster-queue", "to-absent", "1", 0).await;
+    env.workload("inactive-cluster-queue", "to-broken", "1", 0).await;
+    let expectations = [
+        ("no-local-queue", "Misconfigured", "LocalQueue nope doesn't exist".to_owned()),
+        (
+            "no-cluster-queue",
+            "Misconfigured",
+            format!("ClusterQueue {absent} doesn't exist"),
+        ),
+        (
+            "inactive-cluster-queue",
+            "Suspended",
+            format!("ClusterQueue {broken} is inactive"),
+        ),
+    ];
+    for (name, reason, message) in &expectations {
+        env.wait_until(message, name, |w| {
+            condition(w, "QuotaReserved").is_some_and(|c| {
+                c.status == "False" && c.reason == *reason && c.message == *message
+            })
+        })
+        .await;
+    }
+    let missing_message =
+        format!("Can't admit new workloads: references missing ResourceFlavor(s): {missing_flavor}.");
+    env.wait_for_cluster_queue(&broken, "inactive", |status| {
+        status["conditions"][0]["status"] == "False"
+            && status["conditions"][0]["reason"] == "FlavorNotFound"
+            && status["conditions"][0]["message"] == missing_message.as_str()
+            && status["pendingWorkloads"] == 1
+    })
+    .await;
+    let queues: Api<LocalQueue> = Api::namespaced(env.client.clone(), env.ns.name());
+    for (queue, reason) in [("to-absent", "ClusterQueueDoesNotExist"), ("to-broken", "ClusterQueueIsInactive")] {
+        eventually(WAIT, &format!("{queue} inactive"), || {
+            let queues = queues.clone();
+            async move {
+                queues.get(queue).await.ok().and_then(|q| q.status).is_some_and(|s| {
+                    s.pending_workloads == 1
+                        && s.conditions.first().is_some_and(|c| {
+                            c.status == "False"
+                                && c.reason == reason
+                                && c.message == "Can't submit new workloads to clusterQueue"
+                        })
+                })
+            }
+        })
+        .await
+        .expect("LocalQueue Active condition");
+    }
+
+    // Creating the missing flavor activates the queue and admits its workload.
+    let flavors: Api<ResourceFlavor> = Api::all(env.client.clone());
+    flavors
+        .create(
+            &PostParams::default(),
+            &from_json(json!({"metadata": {"name": missing_flavor}, "spec": {}})),
+        )
+        .await
+        .expect("create the missing flavor");
+    env.cluster_scoped.push(("flavor", missing_flavor));
+    env.wait_until("admitted once the flavor exists", "inactive-cluster-queue", is_admitted)
+        .await;
+    scheduler.stop().await;
+    env.cleanup().await;
+}
+
+/// Sets a flag while its work future runs.
+fn flagged_work(flag: Arc<AtomicBool>) -> impl FnMut() -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    move || {
+        let flag = Arc::clone(&flag);
+        Box::pin(async move {
+            struct Running(Arc<AtomicBool>);
+            impl Drop for Running {
+                fn drop(&mut self) {
+                    self.0.store(false, Ordering::SeqCst);
+                }
+            }
+            flag.store(true, Ordering::SeqCst);
+            let _running = Running(flag);
+            std::future::pending::<()>().await;
+        })
+    }
+}
+
+#[tokio::test]
+async fn only_the_lease_holder_runs_the_scheduler() {
+    let env = env().await;
+    let mut config = Configuration::from_defaults(&LoadOptions::default()).expect("defaults");
+    let election = &mut config.leader_election;
+    election.leader_elect = true;
+    election.resource_name = "kuota-leader".to_owned();
+    election.resource_namespace = env.ns.name().to_owned();
+    election.lease_duration = Duration::from_secs(3);
+    election.renew_deadline = Duration::from_secs(2);
+    election.retry_period = Duration::from_millis(200);
+    let election = config.leader_election.clone();
+
+    let start = |identity: &str, flag: Arc<AtomicBool>| {
+        let (stop, stopped) = oneshot::channel::<()>();
+        let client = env.client.clone();
+        let election = election.clone();
+        let identity = identity.to_owned();
+        let task = tokio::spawn(async move {
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            lead(client, &election, identity, shutdown, flagged_work(flag)).await;
+        });
+        (stop, task)
+    };
+    let running = |flag: &Arc<AtomicBool>| {
+        let flag = Arc::clone(flag);
+        move || {
+            let flag = Arc::clone(&flag);
+            async move { flag.load(Ordering::SeqCst) }
+        }
+    };
+
+    let first = Arc::new(AtomicBool::new(false));
+    let second = Arc::new(AtomicBool::new(false));
+    let (stop_first, first_task) = start("first", Arc::clone(&first));
+    eventually(WAIT, "first leads", running(&first))
+        .await
+        .expect("the first candidate acquires the free Lease");
+    let (stop_second, second_task) = start("second", Arc::clone(&second));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!second.load(Ordering::SeqCst), "only one leader");
+
+    let leases: Api<Lease> = Api::namespaced(env.client.clone(), env.ns.name());
+    let lease = leases.get("kuota-leader").await.expect("the Lease exists");
+    assert_eq!(
+        lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()),
+        Some("first")
+    );
+
+    // A clean shutdown releases the Lease: the other candidate takes over at once.
+    let _ = stop_first.send(());
+    first_task.await.expect("first stops");
+    assert!(!first.load(Ordering::SeqCst));
+    eventually(Duration::from_secs(2), "second leads", running(&second))
+        .await
+        .expect("the second candidate takes the released Lease");
+
+    // Someone else takes the Lease: the leader stops its work.
+    loop {
+        let mut stolen = leases.get("kuota-leader").await.expect("lease");
+        if let Some(spec) = stolen.spec.as_mut() {
+            spec.holder_identity = Some("intruder".to_owned());
+            spec.renew_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+                jiff::Timestamp::now(),
+            ));
+        }
+        match leases
+            .replace("kuota-leader", &PostParams::default(), &stolen)
+            .await
+        {
+            Ok(_) => break,
+            // The leader renewed in between: read again.
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(error) => panic!("cannot steal the Lease: {error}"),
+        }
+    }
+    let stopped = Arc::clone(&second);
+    eventually(Duration::from_secs(3), "second stops", move || {
+        let stopped = Arc::clone(&stopped);
+        async move { !stopped.load(Ordering::SeqCst) }
+    })
+    .await
+    .expect("a leader that lost its Lease stops working");
+    // The intruder never renews: the Lease expires and the candidate leads again.
+    eventually(Duration::from_secs(10), "second leads again", running(&second))
+        .await
+        .expect("an expired Lease is taken over");
+
+    let _ = stop_second.send(());
+    second_task.await.expect("second stops");
+    let released = leases.get("kuota-leader").await.expect("lease");
+    assert_eq!(
+        released.spec.as_ref().and_then(|s| s.holder_identity.as_deref()),
+        None,
+        "released on shutdown"
+    );
+}
