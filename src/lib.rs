@@ -9,6 +9,10 @@ pub mod cli;
 pub mod config;
 pub mod jobs;
 pub mod metrics;
+pub mod run;
+pub mod serve;
 pub mod stores;
 pub mod telemetry;
 pub mod webhook;
+
+pub use run::run;

@@ -48,7 +48,10 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Certs(args) => {
             crate::certs::write_dev_certs(&args.out, &args.hosts)?;
-            eprintln!("wrote ca.crt, tls.crt and tls.key to {}", args.out.display());
+            eprintln!(
+                "wrote ca.crt, tls.crt and tls.key to {}",
+                args.out.display()
+            );
             Ok(())
         }
         Command::Serve(args) => {

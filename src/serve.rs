@@ -146,15 +146,25 @@ pub async fn serve(
         });
     }
 
+    let (stop_admitter, admitter_stopped) = tokio::sync::oneshot::channel::<()>();
     let admitter = tokio::spawn(admitter::run(
         client.clone(),
         config.clone(),
         stores.clone(),
         metrics.clone(),
+        async move {
+            let _ = admitter_stopped.await;
+        },
     ));
 
     let result = server.run_until(shutdown_signal()).await;
-    admitter.abort();
+    let _ = stop_admitter.send(());
+    if tokio::time::timeout(Duration::from_secs(5), admitter)
+        .await
+        .is_err()
+    {
+        tracing::warn!("the admitter did not stop within 5s");
+    }
     if let Some(ooc) = &out_of_cluster {
         ooc.unregister(&client, &config).await;
     }
@@ -214,10 +224,7 @@ impl OutOfCluster {
             .ok_or_else(|| ServeError::WebhookUrl(url.clone(), "must name a host"))?;
         let port = url.port_u16().unwrap_or(443);
         let ip: Option<std::net::IpAddr> = host.trim_matches(['[', ']']).parse().ok();
-        let listen = SocketAddr::new(
-            ip.unwrap_or(std::net::IpAddr::from([0, 0, 0, 0])),
-            port,
-        );
+        let listen = SocketAddr::new(ip.unwrap_or(std::net::IpAddr::from([0, 0, 0, 0])), port);
         let ca = CertificateAuthority::generate(
             CA_COMMON_NAME,
             CA_ORGANIZATION,

@@ -35,12 +35,17 @@ pub async fn run(
     let identity = leader_identity();
     let election = config.leader_election.clone();
     leader::lead(client.clone(), &election, identity, shutdown, || {
-        let (client, config, stores, metrics) =
-            (client.clone(), config.clone(), stores.clone(), metrics.clone());
+        let (client, config, stores, metrics) = (
+            client.clone(),
+            config.clone(),
+            stores.clone(),
+            metrics.clone(),
+        );
         async move {
             // Both halves stop when this future is dropped on losing the Lease.
             let jobs = job_controllers_after_sync(client.clone(), config.clone(), stores.clone());
-            let scheduler = run_scheduler(client, config, stores, metrics, futures::future::pending());
+            let scheduler =
+                run_scheduler(client, config, stores, metrics, futures::future::pending());
             let (_, scheduled) = futures::join!(jobs, scheduler);
             if let Err(err) = scheduled {
                 tracing::error!(%err, "the scheduler stopped");
@@ -71,5 +76,8 @@ fn leader_identity() -> String {
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "kuota".to_string());
-    format!("{host}_{:08x}", std::process::id() ^ (jiff::Timestamp::now().subsec_nanosecond() as u32))
+    format!(
+        "{host}_{:08x}",
+        std::process::id() ^ (jiff::Timestamp::now().subsec_nanosecond() as u32)
+    )
 }
