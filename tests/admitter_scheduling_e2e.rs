@@ -6,12 +6,12 @@
 //! The scheduler watches every namespace and every ClusterQueue, so the tests take turns (one
 //! scheduler at a time) and name their cluster-scoped objects after their namespace.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{
     Arc,
     atomic::{AtomicBool, Ordering},
 };
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -89,7 +89,13 @@ impl Env {
     }
 
     /// A ClusterQueue with `cpu` quota in `flavor`, selecting every namespace; `spec` adds fields.
-    async fn cluster_queue(&mut self, base: &str, flavor: &str, nominal: &str, spec: Value) -> String {
+    async fn cluster_queue(
+        &mut self,
+        base: &str,
+        flavor: &str,
+        nominal: &str,
+        spec: Value,
+    ) -> String {
         let name = self.name(base);
         let mut object = json!({
             "metadata": {"name": name},
@@ -187,11 +193,8 @@ impl Env {
             .map(|c| serde_json::to_value(c).expect("condition"))
             .collect();
         conditions.push(condition);
-        self.patch_status(
-            &workload,
-            json!({"conditions": conditions}),
-        )
-        .await;
+        self.patch_status(&workload, json!({"conditions": conditions}))
+            .await;
     }
 
     async fn patch_status(&self, workload: &Workload, status: Value) {
@@ -233,8 +236,11 @@ impl Env {
                 value
             })
             .collect();
-        self.patch_status(&workload, json!({"admission": null, "conditions": conditions}))
-            .await;
+        self.patch_status(
+            &workload,
+            json!({"admission": null, "conditions": conditions}),
+        )
+        .await;
     }
 
     async fn cluster_queue_status(&self, name: &str) -> Value {
@@ -257,7 +263,10 @@ impl Env {
         })
         .await;
         if let Err(error) = result {
-            panic!("{error}; status: {:#}", self.cluster_queue_status(name).await);
+            panic!(
+                "{error}; status: {:#}",
+                self.cluster_queue_status(name).await
+            );
         }
     }
 
@@ -394,7 +403,10 @@ async fn admits_up_to_nominal_quota_then_borrows_then_waits_for_quota() {
     let first = env.get(&admitted[0]).await;
     let reserved = condition(&first, "QuotaReserved").expect("QuotaReserved");
     assert_eq!(reserved.reason, "QuotaReserved");
-    assert_eq!(reserved.message, format!("Quota reserved in ClusterQueue {team}"));
+    assert_eq!(
+        reserved.message,
+        format!("Quota reserved in ClusterQueue {team}")
+    );
     let admission = serde_json::to_value(&first.status.as_ref().unwrap().admission).unwrap();
     assert_eq!(
         admission,
@@ -424,13 +436,19 @@ async fn admits_up_to_nominal_quota_then_borrows_then_waits_for_quota() {
     eventually(WAIT, "LocalQueue status", || {
         let queues = queues.clone();
         async move {
-            queues.get("lq").await.ok().and_then(|q| q.status).is_some_and(|s| {
-                s.pending_workloads == 1
-                    && s.admitted_workloads == 4
-                    && s.conditions.first().is_some_and(|c| {
-                        c.reason == "Ready" && c.message == "Can submit new workloads to localQueue"
-                    })
-            })
+            queues
+                .get("lq")
+                .await
+                .ok()
+                .and_then(|q| q.status)
+                .is_some_and(|s| {
+                    s.pending_workloads == 1
+                        && s.admitted_workloads == 4
+                        && s.conditions.first().is_some_and(|c| {
+                            c.reason == "Ready"
+                                && c.message == "Can submit new workloads to localQueue"
+                        })
+                })
         }
     })
     .await
@@ -448,7 +466,13 @@ async fn admits_up_to_nominal_quota_then_borrows_then_waits_for_quota() {
         .collect();
     assert_eq!(
         columns,
-        vec![team.clone(), cohort.clone(), "BestEffortFIFO".to_owned(), "1".to_owned(), "4".to_owned()],
+        vec![
+            team.clone(),
+            cohort.clone(),
+            "BestEffortFIFO".to_owned(),
+            "1".to_owned(),
+            "4".to_owned()
+        ],
         "kubectl get clusterqueues -o wide: {}",
         String::from_utf8_lossy(&output.stderr)
     );
@@ -466,7 +490,9 @@ async fn admits_up_to_nominal_quota_then_borrows_then_waits_for_quota() {
             let about_first: Vec<&Event> = list
                 .items
                 .iter()
-                .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(&first_name))
+                .filter(|e| {
+                    e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(&first_name)
+                })
                 .collect();
             about_first.iter().any(|e| {
                 e.reason.as_deref() == Some("QuotaReserved")
@@ -501,8 +527,12 @@ async fn admits_up_to_nominal_quota_then_borrows_then_waits_for_quota() {
         .find(|name| !admitted.iter().any(|a| a == *name))
         .expect("one is waiting");
     env.finish(&admitted[0]).await;
-    env.wait_until("admitted after quota was released", waiting_name, is_admitted)
-        .await;
+    env.wait_until(
+        "admitted after quota was released",
+        waiting_name,
+        is_admitted,
+    )
+    .await;
     let mut holding = Vec::new();
     for name in names {
         let workload = env.get(name).await;
@@ -542,7 +572,8 @@ async fn a_higher_priority_workload_preempts_a_lower_one() {
         condition(w, "QuotaReserved").is_some_and(|c| {
             c.status == "False"
                 && c.reason == "WaitingForPreemptedWorkloads"
-                && c.message.ends_with(". Pending the preemption of 1 workload(s)")
+                && c.message
+                    .ends_with(". Pending the preemption of 1 workload(s)")
         })
     })
     .await;
@@ -564,7 +595,11 @@ async fn a_higher_priority_workload_preempts_a_lower_one() {
     assert_eq!(condition(&evicted, "Evicted").unwrap().message, message);
     let preempted = condition(&evicted, "Preempted").expect("Preempted condition");
     assert_eq!(
-        (preempted.status.as_str(), preempted.reason.as_str(), preempted.message.as_str()),
+        (
+            preempted.status.as_str(),
+            preempted.reason.as_str(),
+            preempted.message.as_str()
+        ),
         ("True", "InClusterQueue", message.as_str())
     );
     assert!(
@@ -598,17 +633,28 @@ async fn strict_fifo_blocks_behind_a_big_head_and_best_effort_fifo_does_not() {
     let mut env = env().await;
     let flavor = env.flavor("default").await;
     let strict = env
-        .cluster_queue("strict", &flavor, "2", json!({"queueingStrategy": "StrictFIFO"}))
+        .cluster_queue(
+            "strict",
+            &flavor,
+            "2",
+            json!({"queueingStrategy": "StrictFIFO"}),
+        )
         .await;
     let best_effort = env
-        .cluster_queue("best-effort", &flavor, "2", json!({"queueingStrategy": "BestEffortFIFO"}))
+        .cluster_queue(
+            "best-effort",
+            &flavor,
+            "2",
+            json!({"queueingStrategy": "BestEffortFIFO"}),
+        )
         .await;
     env.local_queue("strict", &strict).await;
     env.local_queue("best-effort", &best_effort).await;
     let scheduler = start_scheduler(&env.client);
 
     for queue in ["strict", "best-effort"] {
-        env.workload(&format!("{queue}-filler"), queue, "1", 0).await;
+        env.workload(&format!("{queue}-filler"), queue, "1", 0)
+            .await;
         env.wait_until("admitted", &format!("{queue}-filler"), is_admitted)
             .await;
     }
@@ -621,8 +667,12 @@ async fn strict_fifo_blocks_behind_a_big_head_and_best_effort_fifo_does_not() {
         env.workload(&format!("{queue}-small"), queue, "1", 0).await;
     }
 
-    env.wait_until("admitted past the big head", "best-effort-small", is_admitted)
-        .await;
+    env.wait_until(
+        "admitted past the big head",
+        "best-effort-small",
+        is_admitted,
+    )
+    .await;
     env.wait_until("waiting for quota", "strict-big", |w| {
         has_condition(w, "QuotaReserved", "False", "WaitingForQuota")
     })
@@ -681,7 +731,12 @@ async fn a_restarted_scheduler_rebuilds_usage_from_workload_status() {
         async move {
             let mut admitted = 0;
             for name in ["after-1", "after-2"] {
-                if workloads.get(name).await.ok().is_some_and(|w| is_admitted(&w)) {
+                if workloads
+                    .get(name)
+                    .await
+                    .ok()
+                    .is_some_and(|w| is_admitted(&w))
+                {
                     admitted += 1;
                 }
             }
@@ -717,9 +772,14 @@ async fn misconfigured_queues_are_reported_on_workloads_and_queues() {
 
     env.workload("no-local-queue", "nope", "1", 0).await;
     env.workload("no-cluster-queue", "to-absent", "1", 0).await;
-    env.workload("inactive-cluster-queue", "to-broken", "1", 0).await;
+    env.workload("inactive-cluster-queue", "to-broken", "1", 0)
+        .await;
     let expectations = [
-        ("no-local-queue", "Misconfigured", "LocalQueue nope doesn't exist".to_owned()),
+        (
+            "no-local-queue",
+            "Misconfigured",
+            "LocalQueue nope doesn't exist".to_owned(),
+        ),
         (
             "no-cluster-queue",
             "Misconfigured",
@@ -739,8 +799,9 @@ async fn misconfigured_queues_are_reported_on_workloads_and_queues() {
         })
         .await;
     }
-    let missing_message =
-        format!("Can't admit new workloads: references missing ResourceFlavor(s): {missing_flavor}.");
+    let missing_message = format!(
+        "Can't admit new workloads: references missing ResourceFlavor(s): {missing_flavor}."
+    );
     env.wait_for_cluster_queue(&broken, "inactive", |status| {
         status["conditions"][0]["status"] == "False"
             && status["conditions"][0]["reason"] == "FlavorNotFound"
@@ -749,18 +810,26 @@ async fn misconfigured_queues_are_reported_on_workloads_and_queues() {
     })
     .await;
     let queues: Api<LocalQueue> = Api::namespaced(env.client.clone(), env.ns.name());
-    for (queue, reason) in [("to-absent", "ClusterQueueDoesNotExist"), ("to-broken", "ClusterQueueIsInactive")] {
+    for (queue, reason) in [
+        ("to-absent", "ClusterQueueDoesNotExist"),
+        ("to-broken", "ClusterQueueIsInactive"),
+    ] {
         eventually(WAIT, &format!("{queue} inactive"), || {
             let queues = queues.clone();
             async move {
-                queues.get(queue).await.ok().and_then(|q| q.status).is_some_and(|s| {
-                    s.pending_workloads == 1
-                        && s.conditions.first().is_some_and(|c| {
-                            c.status == "False"
-                                && c.reason == reason
-                                && c.message == "Can't submit new workloads to clusterQueue"
-                        })
-                })
+                queues
+                    .get(queue)
+                    .await
+                    .ok()
+                    .and_then(|q| q.status)
+                    .is_some_and(|s| {
+                        s.pending_workloads == 1
+                            && s.conditions.first().is_some_and(|c| {
+                                c.status == "False"
+                                    && c.reason == reason
+                                    && c.message == "Can't submit new workloads to clusterQueue"
+                            })
+                    })
             }
         })
         .await
@@ -777,8 +846,12 @@ async fn misconfigured_queues_are_reported_on_workloads_and_queues() {
         .await
         .expect("create the missing flavor");
     env.cluster_scoped.push(("flavor", missing_flavor));
-    env.wait_until("admitted once the flavor exists", "inactive-cluster-queue", is_admitted)
-        .await;
+    env.wait_until(
+        "admitted once the flavor exists",
+        "inactive-cluster-queue",
+        is_admitted,
+    )
+    .await;
     scheduler.stop().await;
     env.cleanup().await;
 }
@@ -848,7 +921,10 @@ async fn only_the_lease_holder_runs_the_scheduler() {
     let leases: Api<Lease> = Api::namespaced(env.client.clone(), env.ns.name());
     let lease = leases.get("kuota-leader").await.expect("the Lease exists");
     assert_eq!(
-        lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()),
+        lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.as_deref()),
         Some("first")
     );
 
@@ -887,15 +963,22 @@ async fn only_the_lease_holder_runs_the_scheduler() {
     .await
     .expect("a leader that lost its Lease stops working");
     // The intruder never renews: the Lease expires and the candidate leads again.
-    eventually(Duration::from_secs(10), "second leads again", running(&second))
-        .await
-        .expect("an expired Lease is taken over");
+    eventually(
+        Duration::from_secs(10),
+        "second leads again",
+        running(&second),
+    )
+    .await
+    .expect("an expired Lease is taken over");
 
     let _ = stop_second.send(());
     second_task.await.expect("second stops");
     let released = leases.get("kuota-leader").await.expect("lease");
     assert_eq!(
-        released.spec.as_ref().and_then(|s| s.holder_identity.as_deref()),
+        released
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.as_deref()),
         None,
         "released on shutdown"
     );

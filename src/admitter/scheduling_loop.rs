@@ -25,8 +25,8 @@ use super::queue_status::{
 use super::scheduler::model::{self, FlavorResource, Quantity};
 use super::scheduler::{Decision, PendingReason, Queues, RequeueScope, SchedulerConfig, cycle};
 use super::snapshot::{
-    ClusterState, ConversionOptions, Converted, LocalQueueRef, PendingWorkload, convert, is_true,
-    resource_requests, scheduler_config, workload_key,
+    ClusterState, ConversionOptions, Converted, LocalQueueRef, PendingWorkload, WorkloadCache,
+    convert_cached, is_true, resource_requests, scheduler_config, workload_key,
 };
 use crate::api::constants::{condition, reason};
 use crate::api::v1beta2 as api;
@@ -37,8 +37,10 @@ use crate::metrics::{
 };
 use crate::stores::{Stores, StoresNotReady};
 
-/// How long to gather store changes before a cycle.
+/// Shortest time to gather store changes before a cycle.
 pub const DEBOUNCE: Duration = Duration::from_millis(5);
+/// Longest time to gather store changes before a cycle.
+pub const MAX_DEBOUNCE: Duration = Duration::from_secs(1);
 /// A cycle runs at least this often, even when nothing seems to change.
 pub const RESYNC_INTERVAL: Duration = Duration::from_secs(30);
 /// How long to wait for the stores' initial lists when the Configuration sets no
@@ -449,6 +451,7 @@ impl Dispatcher {
 
 struct Scheduler {
     options: ConversionOptions,
+    cache: WorkloadCache,
     scheduler_config: SchedulerConfig,
     queues: Queues,
     pushed: BTreeSet<String>,
@@ -472,6 +475,7 @@ impl Scheduler {
     ) -> Self {
         Self {
             options: ConversionOptions::from_config(config),
+            cache: WorkloadCache::new(),
             scheduler_config: scheduler_config(config),
             queues: Queues::new(),
             pushed: BTreeSet::new(),
@@ -492,10 +496,15 @@ impl Scheduler {
         mut changes: broadcast::Receiver<crate::stores::Changed>,
     ) {
         let mut dirty = true;
+        // Gathering changes for as long as the last cycle took keeps the loop from spending
+        // more than about half a core on cycles while writes stream in.
+        let mut debounce = DEBOUNCE;
         loop {
             let now = apply::now();
             if dirty {
+                let started = std::time::Instant::now();
                 self.run_cycle(&stores, now);
+                debounce = started.elapsed().clamp(DEBOUNCE, MAX_DEBOUNCE);
                 dirty = false;
             }
             let wake = self.until_next_wake(now);
@@ -504,7 +513,7 @@ impl Scheduler {
                     if matches!(received, Err(broadcast::error::RecvError::Closed)) {
                         return;
                     }
-                    tokio::time::sleep(DEBOUNCE).await;
+                    tokio::time::sleep(debounce).await;
                     while !matches!(
                         changes.try_recv(),
                         Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed)
@@ -589,7 +598,7 @@ impl Scheduler {
             .map(|workload| (workload_key(workload), Arc::clone(workload)))
             .collect();
         self.overlay.reconcile(&objects);
-        let mut converted = convert(&state, &self.options);
+        let mut converted = convert_cached(&state, &self.options, &mut self.cache);
         self.overlay.apply(&mut converted);
         let snapshot = converted.snapshot(self.scheduler_config.clone(), now);
 
