@@ -408,6 +408,8 @@ type Finished = (String, UpdateKind, Outcome);
 struct Dispatcher {
     applier: Arc<Applier>,
     tasks: JoinSet<Finished>,
+    /// Workload of each running task, to free its slot even if the task panicked.
+    task_keys: HashMap<tokio::task::Id, String>,
     busy: HashSet<String>,
     queued: HashMap<String, Update>,
 }
@@ -417,6 +419,7 @@ impl Dispatcher {
         Self {
             applier: Arc::new(applier),
             tasks: JoinSet::new(),
+            task_keys: HashMap::new(),
             busy: HashSet::new(),
             queued: HashMap::new(),
         }
@@ -431,11 +434,13 @@ impl Dispatcher {
         }
         self.busy.insert(key.clone());
         let applier = Arc::clone(&self.applier);
-        self.tasks.spawn(async move {
+        let task_key = key.clone();
+        let task = self.tasks.spawn(async move {
             let kind = UpdateKind::of(&update);
             let outcome = applier.apply(&key, &update).await;
             (key, kind, outcome)
         });
+        self.task_keys.insert(task.id(), task_key);
     }
 
     /// Notes that the write for `key` ended and starts the queued one, if any.
@@ -520,10 +525,10 @@ impl Scheduler {
                     ) {}
                     dirty = true;
                 }
-                Some(joined) = self.dispatcher.tasks.join_next() => {
-                    dirty |= self.finished(joined, now);
-                    while let Some(joined) = self.dispatcher.tasks.try_join_next() {
-                        dirty |= self.finished(joined, now);
+                Some(joined) = self.dispatcher.tasks.join_next_with_id() => {
+                    dirty |= self.finished(joined);
+                    while let Some(joined) = self.dispatcher.tasks.try_join_next_with_id() {
+                        dirty |= self.finished(joined);
                     }
                 }
                 () = tokio::time::sleep(wake) => dirty = true,
@@ -545,16 +550,21 @@ impl Scheduler {
     /// Handles a finished write; returns whether a cycle should run.
     fn finished(
         &mut self,
-        joined: Result<Finished, tokio::task::JoinError>,
-        now: Timestamp,
+        joined: Result<(tokio::task::Id, Finished), tokio::task::JoinError>,
     ) -> bool {
-        let (key, kind, outcome) = match joined {
+        let (id, (key, kind, outcome)) = match joined {
             Ok(finished) => finished,
             Err(error) => {
                 tracing::error!(%error, "a status write task failed");
+                if let Some(key) = self.dispatcher.task_keys.remove(&error.id()) {
+                    self.overlay.forget_admission(&key);
+                    self.overlay.forget_eviction(&key);
+                    self.dispatcher.done(&key);
+                }
                 return true;
             }
         };
+        self.dispatcher.task_keys.remove(&id);
         self.dispatcher.done(&key);
         match (&kind, &outcome) {
             (_, Outcome::Failed(error)) => {
@@ -574,7 +584,7 @@ impl Scheduler {
             (UpdateKind::Admit, outcome) => {
                 self.overlay.forget_admission(&key);
                 if matches!(outcome, Outcome::Failed(_)) {
-                    self.backoff.failed(&key, now);
+                    self.backoff.failed(&key, apply::now());
                 }
                 true
             }
