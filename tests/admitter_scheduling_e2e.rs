@@ -799,6 +799,23 @@ async fn misconfigured_queues_are_reported_on_workloads_and_queues() {
         })
         .await;
     }
+    let events: Api<Event> = Api::namespaced(env.client.clone(), env.ns.name());
+    eventually(WAIT, "a Warning event with the reason", || {
+        let events = events.clone();
+        async move {
+            events.list(&ListParams::default()).await.is_ok_and(|list| {
+                list.items.iter().any(|e| {
+                    e.type_.as_deref() == Some("Warning")
+                        && e.reason.as_deref() == Some("Misconfigured")
+                        && e.note.as_deref() == Some("LocalQueue nope doesn't exist")
+                        && e.regarding.as_ref().and_then(|r| r.name.as_deref())
+                            == Some("no-local-queue")
+                })
+            })
+        }
+    })
+    .await
+    .expect("Warning event on the workload");
     let missing_message = format!(
         "Can't admit new workloads: references missing ResourceFlavor(s): {missing_flavor}."
     );

@@ -513,30 +513,53 @@ impl Applier {
     }
 
     /// Writes `update` to the workload `key` (`namespace/name`), re-reading it on conflicts,
-    /// then emits events and metrics.
+    /// then records its metrics and emits its events in the background (so that events never
+    /// hold up status writes).
     pub async fn apply(&self, key: &str, update: &Update) -> Outcome {
+        let (outcome, written) = self.write(key, update).await;
+        if let Some((before, written, now)) = written {
+            let applier = self.clone();
+            let update = update.clone();
+            tokio::spawn(async move { applier.report(&before, &written, &update, now).await });
+        }
+        outcome
+    }
+
+    /// Writes the status; on success also returns the object before and after, and the time.
+    async fn write(
+        &self,
+        key: &str,
+        update: &Update,
+    ) -> (Outcome, Option<(api::Workload, api::Workload, Timestamp)>) {
         let Some((namespace, name)) = key.split_once('/') else {
-            return Outcome::Skipped(format!("{key} is not namespace/name"));
+            return (
+                Outcome::Skipped(format!("{key} is not namespace/name")),
+                None,
+            );
         };
         let Ok(_permit) = self.permits.acquire().await else {
-            return Outcome::Skipped("the applier is shutting down".to_owned());
+            return (
+                Outcome::Skipped("the applier is shutting down".to_owned()),
+                None,
+            );
         };
         let api: Api<api::Workload> = Api::namespaced(self.client.clone(), namespace);
+        let gone = || (Outcome::Skipped("the workload is gone".to_owned()), None);
         let cached = self.workloads.get(&ObjectRef::new(name).within(namespace));
         let mut workload = match cached {
             Some(workload) => api::Workload::clone(&workload),
             None => match api.get_opt(name).await {
                 Ok(Some(workload)) => workload,
-                Ok(None) => return Outcome::Skipped("the workload is gone".to_owned()),
-                Err(error) => return Outcome::Failed(error.to_string()),
+                Ok(None) => return gone(),
+                Err(error) => return (Outcome::Failed(error.to_string()), None),
             },
         };
         for _ in 0..MAX_ATTEMPTS {
             let now = now();
             let status = match update.status(&workload, now) {
                 Ok(Some(status)) => status,
-                Ok(None) => return Outcome::Unchanged,
-                Err(skip) => return Outcome::Skipped(skip.to_string()),
+                Ok(None) => return (Outcome::Unchanged, None),
+                Err(skip) => return (Outcome::Skipped(skip.to_string()), None),
             };
             let patch = status_patch(&workload, &status);
             match api
@@ -544,25 +567,24 @@ impl Applier {
                 .await
             {
                 Ok(written) => {
-                    self.report(&workload, &written, update, now).await;
-                    return Outcome::Written {
+                    let outcome = Outcome::Written {
                         resource_version: written.resource_version(),
                     };
+                    return (outcome, Some((workload, written, now)));
                 }
                 Err(kube::Error::Api(status)) if status.code == 409 => {
                     match api.get_opt(name).await {
                         Ok(Some(latest)) => workload = latest,
-                        Ok(None) => return Outcome::Skipped("the workload is gone".to_owned()),
-                        Err(error) => return Outcome::Failed(error.to_string()),
+                        Ok(None) => return gone(),
+                        Err(error) => return (Outcome::Failed(error.to_string()), None),
                     }
                 }
-                Err(kube::Error::Api(status)) if status.code == 404 => {
-                    return Outcome::Skipped("the workload is gone".to_owned());
-                }
-                Err(error) => return Outcome::Failed(error.to_string()),
+                Err(kube::Error::Api(status)) if status.code == 404 => return gone(),
+                Err(error) => return (Outcome::Failed(error.to_string()), None),
             }
         }
-        Outcome::Failed(format!("conflicting writes {MAX_ATTEMPTS} times in a row"))
+        let conflicts = format!("conflicting writes {MAX_ATTEMPTS} times in a row");
+        (Outcome::Failed(conflicts), None)
     }
 
     /// Events and metrics of a written update.

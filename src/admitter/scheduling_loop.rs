@@ -25,8 +25,8 @@ use super::queue_status::{
 use super::scheduler::model::{self, FlavorResource, Quantity};
 use super::scheduler::{Decision, PendingReason, Queues, RequeueScope, SchedulerConfig, cycle};
 use super::snapshot::{
-    ClusterState, ConversionOptions, Converted, LocalQueueRef, PendingWorkload, convert, is_true,
-    resource_requests, scheduler_config, workload_key,
+    ClusterState, ConversionOptions, Converted, LocalQueueRef, PendingWorkload, WorkloadCache,
+    convert_cached, is_true, resource_requests, scheduler_config, workload_key,
 };
 use crate::api::constants::{condition, reason};
 use crate::api::v1beta2 as api;
@@ -37,8 +37,10 @@ use crate::metrics::{
 };
 use crate::stores::{Stores, StoresNotReady};
 
-/// How long to gather store changes before a cycle.
+/// Shortest time to gather store changes before a cycle.
 pub const DEBOUNCE: Duration = Duration::from_millis(5);
+/// Longest time to gather store changes before a cycle.
+pub const MAX_DEBOUNCE: Duration = Duration::from_secs(1);
 /// A cycle runs at least this often, even when nothing seems to change.
 pub const RESYNC_INTERVAL: Duration = Duration::from_secs(30);
 /// How long to wait for the stores' initial lists when the Configuration sets no
@@ -406,6 +408,8 @@ type Finished = (String, UpdateKind, Outcome);
 struct Dispatcher {
     applier: Arc<Applier>,
     tasks: JoinSet<Finished>,
+    /// Workload of each running task, to free its slot even if the task panicked.
+    task_keys: HashMap<tokio::task::Id, String>,
     busy: HashSet<String>,
     queued: HashMap<String, Update>,
 }
@@ -415,6 +419,7 @@ impl Dispatcher {
         Self {
             applier: Arc::new(applier),
             tasks: JoinSet::new(),
+            task_keys: HashMap::new(),
             busy: HashSet::new(),
             queued: HashMap::new(),
         }
@@ -429,11 +434,13 @@ impl Dispatcher {
         }
         self.busy.insert(key.clone());
         let applier = Arc::clone(&self.applier);
-        self.tasks.spawn(async move {
+        let task_key = key.clone();
+        let task = self.tasks.spawn(async move {
             let kind = UpdateKind::of(&update);
             let outcome = applier.apply(&key, &update).await;
             (key, kind, outcome)
         });
+        self.task_keys.insert(task.id(), task_key);
     }
 
     /// Notes that the write for `key` ended and starts the queued one, if any.
@@ -449,6 +456,7 @@ impl Dispatcher {
 
 struct Scheduler {
     options: ConversionOptions,
+    cache: WorkloadCache,
     scheduler_config: SchedulerConfig,
     queues: Queues,
     pushed: BTreeSet<String>,
@@ -472,6 +480,7 @@ impl Scheduler {
     ) -> Self {
         Self {
             options: ConversionOptions::from_config(config),
+            cache: WorkloadCache::new(),
             scheduler_config: scheduler_config(config),
             queues: Queues::new(),
             pushed: BTreeSet::new(),
@@ -492,10 +501,15 @@ impl Scheduler {
         mut changes: broadcast::Receiver<crate::stores::Changed>,
     ) {
         let mut dirty = true;
+        // Gathering changes for as long as the last cycle took keeps the loop from spending
+        // more than about half a core on cycles while writes stream in.
+        let mut debounce = DEBOUNCE;
         loop {
             let now = apply::now();
             if dirty {
+                let started = std::time::Instant::now();
                 self.run_cycle(&stores, now);
+                debounce = started.elapsed().clamp(DEBOUNCE, MAX_DEBOUNCE);
                 dirty = false;
             }
             let wake = self.until_next_wake(now);
@@ -504,17 +518,17 @@ impl Scheduler {
                     if matches!(received, Err(broadcast::error::RecvError::Closed)) {
                         return;
                     }
-                    tokio::time::sleep(DEBOUNCE).await;
+                    tokio::time::sleep(debounce).await;
                     while !matches!(
                         changes.try_recv(),
                         Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed)
                     ) {}
                     dirty = true;
                 }
-                Some(joined) = self.dispatcher.tasks.join_next() => {
-                    dirty |= self.finished(joined, now);
-                    while let Some(joined) = self.dispatcher.tasks.try_join_next() {
-                        dirty |= self.finished(joined, now);
+                Some(joined) = self.dispatcher.tasks.join_next_with_id() => {
+                    dirty |= self.finished(joined);
+                    while let Some(joined) = self.dispatcher.tasks.try_join_next_with_id() {
+                        dirty |= self.finished(joined);
                     }
                 }
                 () = tokio::time::sleep(wake) => dirty = true,
@@ -536,16 +550,21 @@ impl Scheduler {
     /// Handles a finished write; returns whether a cycle should run.
     fn finished(
         &mut self,
-        joined: Result<Finished, tokio::task::JoinError>,
-        now: Timestamp,
+        joined: Result<(tokio::task::Id, Finished), tokio::task::JoinError>,
     ) -> bool {
-        let (key, kind, outcome) = match joined {
+        let (id, (key, kind, outcome)) = match joined {
             Ok(finished) => finished,
             Err(error) => {
                 tracing::error!(%error, "a status write task failed");
+                if let Some(key) = self.dispatcher.task_keys.remove(&error.id()) {
+                    self.overlay.forget_admission(&key);
+                    self.overlay.forget_eviction(&key);
+                    self.dispatcher.done(&key);
+                }
                 return true;
             }
         };
+        self.dispatcher.task_keys.remove(&id);
         self.dispatcher.done(&key);
         match (&kind, &outcome) {
             (_, Outcome::Failed(error)) => {
@@ -565,7 +584,7 @@ impl Scheduler {
             (UpdateKind::Admit, outcome) => {
                 self.overlay.forget_admission(&key);
                 if matches!(outcome, Outcome::Failed(_)) {
-                    self.backoff.failed(&key, now);
+                    self.backoff.failed(&key, apply::now());
                 }
                 true
             }
@@ -589,7 +608,7 @@ impl Scheduler {
             .map(|workload| (workload_key(workload), Arc::clone(workload)))
             .collect();
         self.overlay.reconcile(&objects);
-        let mut converted = convert(&state, &self.options);
+        let mut converted = convert_cached(&state, &self.options, &mut self.cache);
         self.overlay.apply(&mut converted);
         let snapshot = converted.snapshot(self.scheduler_config.clone(), now);
 

@@ -8,8 +8,9 @@
 //! state an admitter restarted after a crash rebuilds its usage from. It is pending when it has
 //! no admission, is active, is not finished and its LocalQueue exists.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -75,7 +76,7 @@ impl ClusterState {
 }
 
 /// Settings of the conversion taken from the controller Configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ConversionOptions {
     /// Requests of resources with these name prefixes are not counted (`resources.excludeResourcePrefixes`).
     pub excluded_resource_prefixes: Vec<String>,
@@ -243,8 +244,72 @@ impl Converted {
     }
 }
 
+/// Workloads converted earlier, reused while neither the workload (its `resourceVersion`) nor
+/// what its conversion reads (namespace labels, LimitRanges, options) changed.
+#[derive(Clone, Debug, Default)]
+pub struct WorkloadCache {
+    entries: HashMap<String, CachedWorkload>,
+}
+
+#[derive(Clone, Debug)]
+struct CachedWorkload {
+    uid: Option<String>,
+    resource_version: Option<String>,
+    context: u64,
+    workload: Result<model::Workload, QuantityError>,
+}
+
+impl WorkloadCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The workload with PodSets, converted now or taken from the previous round.
+    fn get(
+        &self,
+        next: &mut HashMap<String, CachedWorkload>,
+        key: &str,
+        object: &api::Workload,
+        context: &WorkloadContext<'_>,
+    ) -> Result<model::Workload, QuantityError> {
+        let uid = object.uid();
+        let resource_version = object.resource_version();
+        let reusable = self.entries.get(key).filter(|cached| {
+            resource_version.is_some()
+                && cached.uid == uid
+                && cached.resource_version == resource_version
+                && cached.context == context.fingerprint
+        });
+        let workload = match reusable {
+            Some(cached) => cached.workload.clone(),
+            None => model_workload(object, "", context),
+        };
+        next.insert(
+            key.to_owned(),
+            CachedWorkload {
+                uid,
+                resource_version,
+                context: context.fingerprint,
+                workload: workload.clone(),
+            },
+        );
+        workload
+    }
+}
+
 /// Converts everything the scheduler needs from `state`.
 pub fn convert(state: &ClusterState, options: &ConversionOptions) -> Converted {
+    convert_cached(state, options, &mut WorkloadCache::new())
+}
+
+/// [`convert`], reusing the workloads `cache` holds from the previous call and keeping the
+/// ones converted now for the next.
+pub fn convert_cached(
+    state: &ClusterState,
+    options: &ConversionOptions,
+    cache: &mut WorkloadCache,
+) -> Converted {
     let flavor_names: BTreeSet<String> = state
         .resource_flavors
         .iter()
@@ -289,12 +354,20 @@ pub fn convert(state: &ClusterState, options: &ConversionOptions) -> Converted {
     };
 
     let no_labels = BTreeMap::new();
+    let mut fingerprints: HashMap<String, u64> = HashMap::new();
+    let mut next_cache = HashMap::with_capacity(state.workloads.len());
     for object in &state.workloads {
         let namespace = object.namespace().unwrap_or_default();
+        let labels = namespace_labels.get(&namespace).unwrap_or(&no_labels);
+        let ranges = limit_ranges.get(&namespace).map_or(&[][..], Vec::as_slice);
+        let fingerprint = *fingerprints
+            .entry(namespace.clone())
+            .or_insert_with(|| context_fingerprint(labels, ranges, options));
         let context = WorkloadContext {
-            namespace_labels: namespace_labels.get(&namespace).unwrap_or(&no_labels),
-            limit_ranges: limit_ranges.get(&namespace).map_or(&[], Vec::as_slice),
+            namespace_labels: labels,
+            limit_ranges: ranges,
             options,
+            fingerprint,
         };
         let key = workload_key(object);
         let local_queue = object
@@ -306,13 +379,11 @@ pub fn convert(state: &ClusterState, options: &ConversionOptions) -> Converted {
         match placement(object) {
             Placement::Ignored => {}
             Placement::HoldsQuota(admission) => {
-                let mut workload = model_workload(object, &admission.cluster_queue, &context)
-                    .unwrap_or_else(|_| {
-                        // Requests only matter while pending; the admission carries the usage.
-                        let mut bare = bare_workload(object, &admission.cluster_queue, &context);
-                        bare.pod_sets = Vec::new();
-                        bare
-                    });
+                let mut workload = cache
+                    .get(&mut next_cache, &key, object, &context)
+                    // Requests only matter while pending; the admission carries the usage.
+                    .unwrap_or_else(|_| bare_workload(object, "", &context));
+                workload.cluster_queue = admission.cluster_queue.clone();
                 workload.admission = Some(model_admission(object, admission));
                 let drained = queue_object
                     .is_some_and(|lq| stop_policy(lq.spec.stop_policy) == StopPolicy::HoldAndDrain);
@@ -345,12 +416,15 @@ pub fn convert(state: &ClusterState, options: &ConversionOptions) -> Converted {
                     });
                     continue;
                 }
-                let cluster_queue = queue_object.spec.cluster_queue.clone().unwrap_or_default();
-                match model_workload(object, &cluster_queue, &context) {
-                    Ok(workload) => converted.pending.push(PendingWorkload {
-                        workload,
-                        local_queue,
-                    }),
+                match cache.get(&mut next_cache, &key, object, &context) {
+                    Ok(mut workload) => {
+                        workload.cluster_queue =
+                            queue_object.spec.cluster_queue.clone().unwrap_or_default();
+                        converted.pending.push(PendingWorkload {
+                            workload,
+                            local_queue,
+                        });
+                    }
                     Err(error) => converted.unqueued.push(Unqueued {
                         workload: key,
                         local_queue,
@@ -361,7 +435,24 @@ pub fn convert(state: &ClusterState, options: &ConversionOptions) -> Converted {
             }
         }
     }
+    cache.entries = next_cache;
     converted
+}
+
+/// What a workload's conversion reads besides the workload, as one number.
+fn context_fingerprint(
+    labels: &BTreeMap<String, String>,
+    limit_ranges: &[LimitRange],
+    options: &ConversionOptions,
+) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    labels.hash(&mut hasher);
+    for range in limit_ranges {
+        range.uid().hash(&mut hasher);
+        range.resource_version().hash(&mut hasher);
+    }
+    options.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// `namespace/name` of a namespaced object.
@@ -426,6 +517,8 @@ struct WorkloadContext<'a> {
     namespace_labels: &'a BTreeMap<String, String>,
     limit_ranges: &'a [LimitRange],
     options: &'a ConversionOptions,
+    /// Identifies the values above, for [`WorkloadCache`].
+    fingerprint: u64,
 }
 
 /// The workload without PodSets.

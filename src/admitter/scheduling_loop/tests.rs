@@ -3,7 +3,7 @@ use serde_json::json;
 
 use super::*;
 use crate::admitter::fixtures::{cluster_queue, flavor, local_queue, namespace, ts, workload};
-use crate::admitter::snapshot::Holder;
+use crate::admitter::snapshot::{Holder, convert};
 
 fn state(workloads: Vec<api::Workload>) -> ClusterState {
     ClusterState {

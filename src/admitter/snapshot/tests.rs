@@ -536,3 +536,59 @@ fn configuration_maps_to_scheduler_settings() {
         }
     );
 }
+
+#[test]
+fn cached_conversions_follow_what_they_read() {
+    let mut state = state();
+    let object = |version: &str, cpu: &str| {
+        Arc::new(
+            workload("team-a", "wl")
+                .queue("lq")
+                .resource_version(version)
+                .pod_set("main", 1, json!({"cpu": cpu}))
+                .build(),
+        )
+    };
+    state.workloads = vec![object("1", "1")];
+    let options = ConversionOptions::default();
+    let mut cache = WorkloadCache::new();
+    let requests =
+        |converted: &Converted| converted.pending[0].workload.pod_sets[0].requests.clone();
+    let labels_of = |converted: &Converted| converted.pending[0].workload.namespace_labels.clone();
+
+    let first = convert_cached(&state, &options, &mut cache);
+    assert_eq!(first, convert(&state, &options));
+    assert_eq!(
+        convert_cached(&state, &options, &mut cache),
+        first,
+        "reused"
+    );
+
+    state.workloads = vec![object("2", "2")];
+    let changed = convert_cached(&state, &options, &mut cache);
+    assert_eq!(
+        requests(&changed),
+        BTreeMap::from([("cpu".to_owned(), 2000)])
+    );
+
+    state.namespaces = vec![Arc::new(namespace("team-a", json!({"team": "b"})))];
+    let relabelled = convert_cached(&state, &options, &mut cache);
+    assert_eq!(labels_of(&relabelled), labels(&[("team", "b")]));
+
+    let mut range = limit_range(
+        "team-a",
+        json!([{"type": "Container", "defaultRequest": {"memory": "1Gi"}}]),
+    );
+    range.metadata.resource_version = Some("5".to_owned());
+    state.limit_ranges = vec![Arc::new(range)];
+    let defaulted = convert_cached(&state, &options, &mut cache);
+    assert_eq!(
+        requests(&defaulted),
+        BTreeMap::from([("cpu".to_owned(), 2000), ("memory".to_owned(), 1 << 30)])
+    );
+    assert_eq!(defaulted, convert(&state, &options));
+
+    state.local_queues = vec![Arc::new(local_queue("team-a", "lq", "elsewhere"))];
+    let moved = convert_cached(&state, &options, &mut cache);
+    assert_eq!(moved.pending[0].workload.cluster_queue, "elsewhere");
+}
