@@ -32,7 +32,7 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()>,
 ) {
-    let identity = leader_identity();
+    let identity = leader::default_identity();
     let election = config.leader_election.clone();
     leader::lead(client.clone(), &election, identity, shutdown, || {
         let (client, config, stores, metrics) = (
@@ -66,18 +66,4 @@ async fn job_controllers_after_sync(client: Client, config: Arc<Configuration>, 
     }
     job_controller::run_job_controllers(client, config, stores, futures::future::pending().boxed())
         .await;
-}
-
-/// `<hostname>_<random>`, unique per process as Kubernetes' leader election expects.
-fn leader_identity() -> String {
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "kuota".to_string());
-    format!(
-        "{host}_{:08x}",
-        std::process::id() ^ (jiff::Timestamp::now().subsec_nanosecond() as u32)
-    )
 }
