@@ -197,3 +197,65 @@ async fn the_apiserver_calls_a_webhook_registered_by_url() {
         .expect("remove webhook");
     server.abort();
 }
+
+#[tokio::test]
+async fn a_job_labelled_keeprunning_runs_until_the_label_is_removed() {
+    let cluster = TestCluster::shared().await;
+    let ns = cluster.namespace().await;
+    let jobs: Api<Job> = Api::namespaced(cluster.client().await, ns.name());
+    let mut held = job("held", 1, json!({}));
+    held.spec.as_mut().expect("spec").template.metadata = Some(
+        serde_json::from_value(json!({"labels": {kuota_cluster::KEEP_RUNNING_LABEL: "true"}}))
+            .expect("metadata"),
+    );
+    jobs.create(&PostParams::default(), &held)
+        .await
+        .expect("create job");
+    let pods: Api<Pod> = Api::namespaced(cluster.client().await, ns.name());
+    let selector = ListParams::default().labels("batch.kubernetes.io/job-name=held");
+    eventually(Duration::from_secs(60), "pod Running", || async {
+        pods.list(&selector).await.ok().is_some_and(|l| {
+            l.items
+                .iter()
+                .any(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        })
+    })
+    .await
+    .expect("the pod runs");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let status = jobs.get("held").await.expect("job").status.expect("status");
+    assert_eq!(
+        status.succeeded.unwrap_or(0),
+        0,
+        "still running while labelled"
+    );
+
+    let out = cluster
+        .kubectl()
+        .args([
+            "label",
+            "pods",
+            "-n",
+            ns.name(),
+            "-l",
+            "batch.kubernetes.io/job-name=held",
+            &format!("{}-", kuota_cluster::KEEP_RUNNING_LABEL),
+        ])
+        .output()
+        .expect("kubectl");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eventually(Duration::from_secs(60), "job held succeeded", || async {
+        jobs.get("held")
+            .await
+            .ok()
+            .and_then(|j| j.status)
+            .and_then(|s| s.succeeded)
+            == Some(1)
+    })
+    .await
+    .expect("the job completes once the label is gone");
+}

@@ -658,11 +658,28 @@ fn write_kwok_stages(bin: &Path, dir: &Path) -> Result<PathBuf, Error> {
     let mut entries: Vec<_> = std::fs::read_dir(&stages_dir)?.collect::<Result<_, _>>()?;
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
-        docs.push(std::fs::read_to_string(entry.path())?);
+        let mut stage = std::fs::read_to_string(entry.path())?;
+        if entry.file_name() == "pod-complete.yaml" {
+            stage = keep_running_when_labelled(&stage);
+        }
+        docs.push(stage);
     }
     let path = dir.join("kwok-stages.yaml");
     std::fs::write(&path, docs.join("\n---\n"))?;
     Ok(path)
+}
+
+/// Label that keeps a Job's pod Running under kwok until the label is removed, so tests can
+/// hold quota for as long as they need.
+pub const KEEP_RUNNING_LABEL: &str = "keeprunning";
+
+fn keep_running_when_labelled(stage: &str) -> String {
+    let anchor = "    - key: '.metadata.ownerReferences.[].kind'";
+    stage.replacen(
+        anchor,
+        &format!("    - key: '.metadata.labels.{KEEP_RUNNING_LABEL}'\n      operator: 'DoesNotExist'\n{anchor}"),
+        1,
+    )
 }
 
 async fn create_nodes(client: &Client, nodes: &[FakeNode]) -> Result<(), Error> {
