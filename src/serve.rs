@@ -253,18 +253,21 @@ impl OutOfCluster {
         }
     }
 
+    /// Our webhook configurations, pointing at this URL.
+    fn configurations(
+        &self,
+        config: &Configuration,
+    ) -> (MutatingWebhookConfiguration, ValidatingWebhookConfiguration) {
+        let client_config = |path: &str| self.client_config(path);
+        (
+            configuration::mutating_configuration("kueue-", client_config, &config.namespace),
+            configuration::validating_configuration("kueue-", client_config, &config.namespace),
+        )
+    }
+
     async fn register(&self, client: &Client, config: &Configuration) -> Result<(), ServeError> {
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        let mutating = configuration::mutating_configuration(
-            "kueue-",
-            |path| self.client_config(path),
-            &config.namespace,
-        );
-        let validating = configuration::validating_configuration(
-            "kueue-",
-            |path| self.client_config(path),
-            &config.namespace,
-        );
+        let (mutating, validating) = self.configurations(config);
         let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
         api.patch(&mutating.name_any(), &params, &Patch::Apply(&mutating))
             .await?;
@@ -293,16 +296,7 @@ impl OutOfCluster {
     }
 
     async fn unregister(&self, client: &Client, config: &Configuration) {
-        let mutating = configuration::mutating_configuration(
-            "kueue-",
-            |path| self.client_config(path),
-            &config.namespace,
-        );
-        let validating = configuration::validating_configuration(
-            "kueue-",
-            |path| self.client_config(path),
-            &config.namespace,
-        );
+        let (mutating, validating) = self.configurations(config);
         let dp = DeleteParams::default();
         let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
         let _ = api.delete(&mutating.name_any(), &dp).await;
