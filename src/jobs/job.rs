@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::podset::{
     DEFAULT_POD_SET_NAME, PodSet, PodSetInfo, merge_into_templates, restore_templates,
 };
-use super::validation::key_path;
+use super::validation::{go_atoi, key_path};
 use super::{
     FieldError, JobError, JobFinished, JobFramework, JobKind, ReclaimablePod, ValidationInput, json,
 };
@@ -308,19 +308,6 @@ fn validate_completions_equal_parallelism(job: &Value) -> Vec<FieldError> {
         }
     }
     errors
-}
-
-/// Go `strconv.Atoi`, with its error text.
-fn go_atoi(text: &str) -> Result<i64, String> {
-    text.parse::<i64>().map_err(|error| {
-        let reason = match error.kind() {
-            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
-                "value out of range"
-            }
-            _ => "invalid syntax",
-        };
-        format!("strconv.Atoi: parsing {text:?}: {reason}")
-    })
 }
 
 /// Go `strconv.ParseBool`.

@@ -150,6 +150,19 @@ pub(crate) fn key_path(parent: &str, key: &str) -> String {
     format!("{parent}[{key}]")
 }
 
+/// Go `strconv.Atoi`, with its error text.
+pub fn go_atoi(text: &str) -> Result<i64, String> {
+    text.parse::<i64>().map_err(|error| {
+        let reason = match error.kind() {
+            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                "value out of range"
+            }
+            _ => "invalid syntax",
+        };
+        format!("strconv.Atoi: parsing {text:?}: {reason}")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

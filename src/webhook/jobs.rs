@@ -44,7 +44,7 @@ use crate::api::constants::{
 };
 use crate::api::v1beta2::{ClusterQueue, StopPolicy};
 use crate::config::{Configuration, Feature, QueueReferencePolicy};
-use crate::jobs::{FieldError, JobFramework, ValidationInput};
+use crate::jobs::{FieldError, JobFramework, ValidationInput, validation::go_atoi};
 
 /// The prebuilt-workload annotation shares its key with the label.
 const PREBUILT_WORKLOAD_ANNOTATION: &str = PREBUILT_WORKLOAD_LABEL;
@@ -315,25 +315,12 @@ fn validate_prebuilt_on_create(
     errors
 }
 
-/// Go `strconv.Atoi` error text.
-fn atoi(text: &str) -> Result<i64, String> {
-    text.parse::<i64>().map_err(|error| {
-        let reason = match error.kind() {
-            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
-                "value out of range"
-            }
-            _ => "invalid syntax",
-        };
-        format!("strconv.Atoi: parsing {text:?}: {reason}")
-    })
-}
-
 fn validate_max_exec_time_on_create(job: &Value) -> Vec<FieldError> {
     let Some(text) = label(job, MAX_EXEC_TIME_SECONDS_LABEL) else {
         return Vec::new();
     };
     let path = label_path(MAX_EXEC_TIME_SECONDS_LABEL);
-    match atoi(text) {
+    match go_atoi(text) {
         Err(message) => vec![FieldError::invalid(path, text, message)],
         Ok(value) if value <= 0 => {
             vec![FieldError::invalid(path, value, "should be greater than 0")]
