@@ -197,6 +197,24 @@ fn seed_v1beta1_file_loads() {
 }
 
 #[test]
+fn shipped_config_enables_every_framework_kuota_implements() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("manifests/config/controller_manager_config.yaml");
+    let configuration = Configuration::load_with(Some(&path), &LoadOptions::default()).unwrap();
+    assert_eq!(
+        configuration,
+        Configuration {
+            api_version: Some(ApiVersion::V1beta2),
+            integrations: Integrations {
+                frameworks: strings(&kuota::config::supported_frameworks()),
+                ..kueue_defaults().integrations
+            },
+            ..kueue_defaults()
+        }
+    );
+}
+
+#[test]
 fn seed_v1beta1_file_loads_with_the_seed_helm_feature_gates() {
     // The seed's Helm values pass these gates as `--feature-gates`.
     let options = LoadOptions {

@@ -8,7 +8,7 @@
 //!
 //! Decisions where Kuota differs from Kueue:
 //! - `integrations.frameworks` accepts only the frameworks Kuota implements
-//!   ([`SUPPORTED_FRAMEWORKS`]). Kueue integrations Kuota lacks ([`KUEUE_ONLY_FRAMEWORKS`], e.g.
+//!   ([`supported_frameworks`]). Kueue integrations Kuota lacks ([`KUEUE_ONLY_FRAMEWORKS`], e.g.
 //!   `pod`, `deployment`) are rejected with a message saying so, rather than accepted and silently
 //!   not enforced: a workload kind that quietly bypasses quota is worse than a startup error.
 //! - Sections for Kueue features Kuota does not implement (`multiKueue`, `tls`,
@@ -69,19 +69,11 @@ pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 pub const SERVICE_ACCOUNT_NAMESPACE_FILE: &str =
     "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
-/// Framework names (as in `integrations.frameworks`) that Kuota implements.
-pub const SUPPORTED_FRAMEWORKS: &[&str] = &[
-    "batch/job",
-    "jobset.x-k8s.io/jobset",
-    "ray.io/rayjob",
-    "ray.io/raycluster",
-    "kubeflow.org/mpijob",
-    "kubeflow.org/pytorchjob",
-    "kubeflow.org/tfjob",
-    "kubeflow.org/xgboostjob",
-    "kubeflow.org/paddlejob",
-    "kubeflow.org/jaxjob",
-];
+/// Framework names (as in `integrations.frameworks`) that Kuota implements: the names in the
+/// one table of job frameworks, in its order.
+pub fn supported_frameworks() -> Vec<&'static str> {
+    crate::jobs::FRAMEWORKS.iter().map(|f| f.name()).collect()
+}
 
 /// Kueue framework names Kuota does not implement; configuring one is an error that says so.
 pub const KUEUE_ONLY_FRAMEWORKS: &[&str] = &[
@@ -438,7 +430,7 @@ pub struct RequeuingStrategy {
 /// `integrations`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Integrations {
-    /// Enabled framework names, each one of [`SUPPORTED_FRAMEWORKS`] (default `["batch/job"]`).
+    /// Enabled framework names, each one of [`supported_frameworks`] (default `["batch/job"]`).
     pub frameworks: Vec<String>,
     /// `Kind.version.group` of kinds whose Workloads external controllers create.
     pub external_frameworks: Vec<String>,

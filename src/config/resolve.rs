@@ -22,8 +22,8 @@ use super::{
     KIND, KUEUE_ONLY_FRAMEWORKS, LeaderElection, LoadOptions, LocalQueueMetrics, Metrics,
     NAMESPACE_NAME_LABEL, NamespaceSelector, ObjectRetentionPolicies, PreemptionStrategy,
     QueueReferencePolicy, QuotaCheckStrategy, RequeuingStrategy, RequeuingTimestamp,
-    ResourceTransformation, Resources, SUPPORTED_FRAMEWORKS, TransformationStrategy,
-    WaitForPodsReady, Webhook, WorkloadRetentionPolicy,
+    ResourceTransformation, Resources, TransformationStrategy, WaitForPodsReady, Webhook,
+    WorkloadRetentionPolicy,
     field_error::{json, quote},
     v1beta2,
 };
@@ -789,10 +789,11 @@ impl Resolver {
             .frameworks
             .filter(|frameworks| !frameworks.is_empty())
             .unwrap_or_else(|| vec![DEFAULT_FRAMEWORK.to_owned()]);
+        let supported = super::supported_frameworks();
         let mut seen = BTreeSet::new();
         for (index, framework) in frameworks.iter().enumerate() {
             let path = format!("integrations.frameworks[{index}]");
-            if SUPPORTED_FRAMEWORKS.contains(&framework.as_str()) {
+            if supported.contains(&framework.as_str()) {
                 if !seen.insert(framework.as_str()) {
                     self.errors
                         .push(FieldError::duplicate(path, quote(framework)));
@@ -802,13 +803,13 @@ impl Resolver {
                     path,
                     quote(framework),
                     "a Kueue integration that Kuota does not implement",
-                    SUPPORTED_FRAMEWORKS,
+                    &supported,
                 ));
             } else {
                 self.errors.push(FieldError::not_supported(
                     path,
                     quote(framework),
-                    SUPPORTED_FRAMEWORKS,
+                    &supported,
                 ));
             }
         }

@@ -128,7 +128,11 @@ async fn start_kuota(
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo.join("target"));
-    let kuota = plane.start_kuota(&target.join("debug/kuota"), &[]).await?;
+    let config = repo.join("manifests/config/controller_manager_config.yaml");
+    let config = config.display().to_string();
+    let kuota = plane
+        .start_kuota(&target.join("debug/kuota"), &["--config", &config])
+        .await?;
     eprintln!("kuota serve is ready (log: {})", kuota.log().display());
     Ok(kuota)
 }
