@@ -1,0 +1,460 @@
+//! The admitter at scale on a real control plane: 5,000 pending Workloads in 30 ClusterQueues
+//! (15 cohorts of two, two flavors), then the real `kuota serve` binary is started. Measures the
+//! wall time from its start until every Workload that fits is admitted (the count stops growing
+//! at the expected number), and the process's peak resident memory (VmHWM).
+//!
+//! Run: `cargo bench --bench admitter_scale`. `KUOTA_BENCH_OUT=<file>` also writes the table
+//! there.
+
+use std::{
+    collections::HashSet,
+    error::Error,
+    path::Path,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use futures::{StreamExt, TryStreamExt, stream};
+use kube::{
+    Api, Client, ResourceExt,
+    api::PostParams,
+    runtime::{WatchStreamExt, watcher},
+};
+use kuota::api::v1beta2::{ClusterQueue, LocalQueue, ResourceFlavor, Workload};
+use kuota_cluster::ControlPlane;
+use serde_json::{Value, json};
+
+const QUEUES: usize = 30;
+const WORKLOADS: usize = 5_000;
+const NAMESPACE: &str = "scale";
+const FLAVORS: [&str; 2] = ["on-demand", "spot"];
+/// Nominal cpu per flavor and ClusterQueue; every Workload asks for one cpu.
+const NOMINAL_CPU: usize = 50;
+/// Parallel requests while creating the Workloads.
+const CREATE_CONCURRENCY: usize = 32;
+/// The admitted count must hold this long to count as settled.
+const SETTLE: Duration = Duration::from_secs(10);
+const TIMEOUT: Duration = Duration::from_secs(600);
+
+type BenchResult<T> = Result<T, Box<dyn Error>>;
+
+fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> BenchResult<T> {
+    Ok(serde_json::from_value(value)?)
+}
+
+fn cluster_queue_name(index: usize) -> String {
+    format!("cq-{index:02}")
+}
+
+/// The ClusterQueue each Workload goes to, round robin.
+fn queue_of(workload: usize) -> usize {
+    workload % QUEUES
+}
+
+/// Workloads that fit: each cohort (two queues) admits up to its pooled nominal quota.
+fn expected_admitted() -> usize {
+    let mut demand = [0usize; QUEUES / 2];
+    for workload in 0..WORKLOADS {
+        demand[queue_of(workload) / 2] += 1;
+    }
+    let cohort_capacity = 2 * FLAVORS.len() * NOMINAL_CPU;
+    demand.iter().map(|d| (*d).min(cohort_capacity)).sum()
+}
+
+async fn create_queues(client: &Client) -> BenchResult<()> {
+    let flavors: Api<ResourceFlavor> = Api::all(client.clone());
+    for flavor in FLAVORS {
+        flavors
+            .create(
+                &PostParams::default(),
+                &from_json(json!({
+                    "metadata": {"name": flavor},
+                    "spec": {"nodeLabels": {"instance-type": flavor}},
+                }))?,
+            )
+            .await?;
+    }
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &from_json(json!({"metadata": {"name": NAMESPACE}}))?,
+        )
+        .await?;
+    let cluster_queues: Api<ClusterQueue> = Api::all(client.clone());
+    let local_queues: Api<LocalQueue> = Api::namespaced(client.clone(), NAMESPACE);
+    for index in 0..QUEUES {
+        let name = cluster_queue_name(index);
+        let flavors: Vec<Value> = FLAVORS
+            .iter()
+            .map(|flavor| {
+                json!({"name": flavor, "resources": [
+                    {"name": "cpu", "nominalQuota": NOMINAL_CPU.to_string()},
+                    {"name": "memory", "nominalQuota": "1Ti"},
+                ]})
+            })
+            .collect();
+        cluster_queues
+            .create(
+                &PostParams::default(),
+                &from_json(json!({
+                    "metadata": {"name": name},
+                    "spec": {
+                        "cohortName": format!("cohort-{:02}", index / 2),
+                        "namespaceSelector": {},
+                        "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": flavors}],
+                    },
+                }))?,
+            )
+            .await?;
+        local_queues
+            .create(
+                &PostParams::default(),
+                &from_json(json!({"metadata": {"name": name}, "spec": {"clusterQueue": name}}))?,
+            )
+            .await?;
+    }
+    Ok(())
+}
+
+fn workload(index: usize) -> BenchResult<Workload> {
+    from_json(json!({
+        "metadata": {"name": format!("wl-{index:04}")},
+        "spec": {
+            "queueName": cluster_queue_name(queue_of(index)),
+            "podSets": [{
+                "name": "main",
+                "count": 1,
+                "template": {"spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+                }},
+            }],
+        },
+    }))
+}
+
+async fn create_workloads(client: &Client) -> BenchResult<Duration> {
+    let api: Api<Workload> = Api::namespaced(client.clone(), NAMESPACE);
+    let objects: Vec<Workload> = (0..WORKLOADS).map(workload).collect::<BenchResult<_>>()?;
+    let started = Instant::now();
+    stream::iter(objects)
+        .map(|object| {
+            let api = api.clone();
+            async move { api.create(&PostParams::default(), &object).await }
+        })
+        .buffer_unordered(CREATE_CONCURRENCY)
+        .try_for_each(|_| async { Ok(()) })
+        .await?;
+    Ok(started.elapsed())
+}
+
+/// What the watch has seen so far.
+#[derive(Default)]
+struct Progress {
+    admitted: HashSet<String>,
+    /// Workloads with a `QuotaReserved=False` condition (evaluated, not admitted).
+    pending_reported: HashSet<String>,
+    last_admission: Option<Instant>,
+}
+
+fn watch_progress(client: &Client, progress: Arc<Mutex<Progress>>) -> tokio::task::JoinHandle<()> {
+    let api: Api<Workload> = Api::namespaced(client.clone(), NAMESPACE);
+    tokio::spawn(async move {
+        let mut objects = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        while let Some(object) = objects.next().await {
+            let Ok(workload) = object else { continue };
+            let Ok(mut progress) = progress.lock() else {
+                return;
+            };
+            let status = workload.status.as_ref();
+            let name = workload.name_any();
+            let admitted = status.is_some_and(|s| {
+                s.admission.is_some()
+                    && s.conditions
+                        .iter()
+                        .any(|c| c.type_ == "Admitted" && c.status == "True")
+            });
+            let pending = status.is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == "QuotaReserved" && c.status == "False")
+            });
+            if admitted && progress.admitted.insert(name.clone()) {
+                progress.last_admission = Some(Instant::now());
+            }
+            if pending {
+                progress.pending_reported.insert(name);
+            }
+        }
+    })
+}
+
+/// Workloads whose last known state is `QuotaReserved=False`.
+fn pending_not_admitted(progress: &Progress) -> usize {
+    progress
+        .pending_reported
+        .difference(&progress.admitted)
+        .count()
+}
+
+/// A `Vm*` figure of `/proc/<pid>/status` (e.g. `VmHWM`, the peak resident set), in KiB.
+fn memory_kib(pid: u32, field: &str) -> BenchResult<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|line| {
+            line.strip_prefix(field)
+                .is_some_and(|rest| rest.starts_with(':'))
+        })
+        .ok_or_else(|| format!("no {field} in /proc/{pid}/status"))?;
+    let kib = line
+        .split_whitespace()
+        .nth(1)
+        .ok_or_else(|| format!("no {field} value"))?
+        .parse()?;
+    Ok(kib)
+}
+
+/// Clock ticks per second of `/proc/<pid>/stat` (Linux's USER_HZ).
+const USER_HZ: f64 = 100.0;
+
+/// User plus system CPU time a process has used so far, in seconds.
+fn cpu_seconds(pid: u32) -> BenchResult<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the parenthesised command name start with field 3 (state); utime and
+    // stime are fields 14 and 15.
+    let (_, rest) = stat.rsplit_once(')').ok_or("malformed stat")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks =
+        |i: usize| -> BenchResult<f64> { Ok(fields.get(i).ok_or("short stat")?.parse::<f64>()?) };
+    Ok((ticks(11)? + ticks(12)?) / USER_HZ)
+}
+
+/// The pid of a control plane component: its executable is named `name` and one of its
+/// arguments mentions the control plane's directory.
+fn component_pid(dir: &Path, name: &str) -> BenchResult<u32> {
+    let dir = dir.display().to_string();
+    for entry in std::fs::read_dir("/proc")? {
+        let entry = entry?;
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args
+            .first()
+            .is_some_and(|a| a.ends_with(&format!("/{name}")))
+            && args.iter().any(|a| a.contains(&dir))
+        {
+            return Ok(pid);
+        }
+    }
+    Err(format!("no {name} process for {dir}").into())
+}
+
+/// CPU seconds used by kuota and the components it talks to, between two moments.
+struct CpuUse {
+    kuota: f64,
+    apiserver: f64,
+    etcd: f64,
+}
+
+#[tokio::main]
+async fn main() -> BenchResult<()> {
+    let expected = expected_admitted();
+    let dir = tempfile::tempdir()?;
+    eprintln!("starting the control plane in {}", dir.path().display());
+    let plane = ControlPlane::start(dir.path()).await?;
+    let result = run(&plane, expected).await;
+    plane.stop();
+    let figures = result?;
+    let table = figures.table();
+    println!("{table}");
+    if let Some(path) = std::env::var_os("KUOTA_BENCH_OUT") {
+        std::fs::write(&path, &table)?;
+        eprintln!("wrote {}", Path::new(&path).display());
+    }
+    Ok(())
+}
+
+struct Figures {
+    expected: usize,
+    admitted: usize,
+    pending_reported: usize,
+    create: Duration,
+    ready: Duration,
+    all_admitted: Duration,
+    all_reported: Option<Duration>,
+    rss_at_ready_kib: u64,
+    peak_rss_kib: u64,
+    cpu: CpuUse,
+}
+
+impl Figures {
+    fn table(&self) -> String {
+        let rows = [
+            (
+                "setup",
+                format!(
+                    "{WORKLOADS} pending Workloads, {QUEUES} ClusterQueues (15 cohorts of two, 2 flavors, cpu+memory)"
+                ),
+            ),
+            (
+                "creating the Workloads (apiserver only, no webhook)",
+                format!(
+                    "{:.1} s ({:.0} objects/s, {CREATE_CONCURRENCY} in parallel)",
+                    self.create.as_secs_f64(),
+                    WORKLOADS as f64 / self.create.as_secs_f64()
+                ),
+            ),
+            (
+                "kuota start until /readyz (stores synced)",
+                format!("{:.2} s", self.ready.as_secs_f64()),
+            ),
+            (
+                "kuota start until all that fit are admitted",
+                format!(
+                    "{:.2} s ({} of {WORKLOADS} admitted, expected {})",
+                    self.all_admitted.as_secs_f64(),
+                    self.admitted,
+                    self.expected
+                ),
+            ),
+            (
+                "admission throughput",
+                format!(
+                    "{:.0} workloads/s",
+                    self.admitted as f64 / self.all_admitted.as_secs_f64()
+                ),
+            ),
+            (
+                "kuota start until every other one shows QuotaReserved=False",
+                match self.all_reported {
+                    Some(time) => format!(
+                        "{:.2} s ({} Workloads)",
+                        time.as_secs_f64(),
+                        self.pending_reported
+                    ),
+                    None => format!("not within the run ({} reported)", self.pending_reported),
+                },
+            ),
+            (
+                "kuota RSS at /readyz",
+                format!("{:.1} MiB", self.rss_at_ready_kib as f64 / 1024.0),
+            ),
+            (
+                "kuota peak RSS (VmHWM)",
+                format!("{:.1} MiB", self.peak_rss_kib as f64 / 1024.0),
+            ),
+            (
+                "CPU used from kuota start until all admitted",
+                format!(
+                    "kuota {:.1} s, kube-apiserver {:.1} s, etcd {:.1} s (wall {:.1} s, {} cores)",
+                    self.cpu.kuota,
+                    self.cpu.apiserver,
+                    self.cpu.etcd,
+                    self.all_admitted.as_secs_f64(),
+                    std::thread::available_parallelism().map_or(1, usize::from),
+                ),
+            ),
+        ];
+        let mut table = String::from("| admitter_scale | |\n|---|---|\n");
+        for (what, value) in rows {
+            table.push_str(&format!("| {what} | {value} |\n"));
+        }
+        table
+    }
+}
+
+async fn run(plane: &ControlPlane, expected: usize) -> BenchResult<Figures> {
+    plane.install_crds(&kuota::api::crds::all()).await?;
+    let client = plane.client().await?;
+    create_queues(&client).await?;
+    eprintln!("creating {WORKLOADS} Workloads");
+    let create = create_workloads(&client).await?;
+
+    let progress = Arc::new(Mutex::new(Progress::default()));
+    let watch = watch_progress(&client, Arc::clone(&progress));
+    let read = |f: &dyn Fn(&Progress) -> usize| progress.lock().map(|p| f(&p)).unwrap_or(0);
+
+    let apiserver = component_pid(plane.dir(), "kube-apiserver")?;
+    let etcd = component_pid(plane.dir(), "etcd")?;
+    let (apiserver_before, etcd_before) = (cpu_seconds(apiserver)?, cpu_seconds(etcd)?);
+
+    eprintln!("starting kuota serve");
+    let started = Instant::now();
+    let kuota = plane
+        .start_kuota(Path::new(env!("CARGO_BIN_EXE_kuota")), &[])
+        .await?;
+    let ready = started.elapsed();
+    let pid = kuota.process.pid().ok_or("kuota has no pid")?;
+    let rss_at_ready_kib = memory_kib(pid, "VmRSS")?;
+
+    let deadline = started + TIMEOUT;
+    let mut all_reported = None;
+    let mut cpu = None;
+    loop {
+        let admitted = read(&|p| p.admitted.len());
+        let reported = read(&pending_not_admitted);
+        if all_reported.is_none() && reported + admitted == WORKLOADS {
+            all_reported = Some(started.elapsed());
+        }
+        if cpu.is_none() && admitted >= expected {
+            cpu = Some(CpuUse {
+                kuota: cpu_seconds(pid)?,
+                apiserver: cpu_seconds(apiserver)? - apiserver_before,
+                etcd: cpu_seconds(etcd)? - etcd_before,
+            });
+        }
+        let quiet = progress
+            .lock()
+            .ok()
+            .and_then(|p| p.last_admission)
+            .is_some_and(|last| last.elapsed() >= SETTLE);
+        if admitted >= expected && quiet {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "only {admitted} of {expected} admitted after {TIMEOUT:?}; kuota log:\n{}",
+                kuota.process.log_tail(30)
+            )
+            .into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let peak_rss_kib = memory_kib(pid, "VmHWM")?;
+    let last_admission = progress
+        .lock()
+        .ok()
+        .and_then(|p| p.last_admission)
+        .ok_or("no admission seen")?;
+    let admitted = read(&|p| p.admitted.len());
+    let pending_reported = read(&pending_not_admitted);
+    watch.abort();
+    kuota.process.stop(Duration::from_secs(10));
+    if admitted != expected {
+        return Err(format!("admitted {admitted}, expected exactly {expected}").into());
+    }
+    Ok(Figures {
+        expected,
+        admitted,
+        pending_reported,
+        create,
+        ready,
+        all_admitted: last_admission.duration_since(started),
+        all_reported,
+        rss_at_ready_kib,
+        peak_rss_kib,
+        cpu: cpu.ok_or("admitted count never reached")?,
+    })
+}

@@ -1,0 +1,518 @@
+//! Crash safety of the admitter: `kuota serve` is killed with SIGKILL in the middle of a burst
+//! of 200 small Jobs and started again. A separate watcher follows every Workload change and
+//! checks that the quota held in the ClusterQueue never exceeds its nominal quota; at the end
+//! every Job has completed.
+//!
+//! Admitted state lives only in `Workload.status.admission`, so the restarted admitter must
+//! rebuild the usage from the API before admitting anything.
+
+use std::{
+    collections::{BTreeMap, HashMap, HashSet},
+    path::Path,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
+use kube::{
+    Api, Client, ResourceExt,
+    api::{ListParams, PostParams},
+    runtime::{WatchStreamExt, watcher},
+};
+use kuota::api::constants::QUEUE_NAME_LABEL;
+use kuota::api::v1beta2::{ClusterQueue, LocalQueue, ResourceFlavor, Workload};
+use kuota::jobs::quantity::resource_value;
+use kuota_cluster::{KuotaProcess, TestCluster, delete_ignoring_missing, eventually};
+use serde_json::{Value, json};
+
+/// Jobs in the burst.
+const JOBS: usize = 200;
+/// Each Job's one pod requests this much cpu ...
+const JOB_CPU: &str = "100m";
+/// ... so the ClusterQueue's nominal quota admits ten at a time.
+const NOMINAL_CPU: &str = "1";
+const JOBS_AT_ONCE: usize = 10;
+/// The admitter is killed once this many Workloads have been admitted ...
+const KILL_AFTER_ADMISSIONS: usize = 50;
+/// ... or, on a slow machine, once this many Jobs exist and the queue has been full, so that
+/// it always dies in the middle of the burst.
+const KILL_AFTER_CREATIONS: usize = 120;
+/// Pause between two creations, so the burst is still going when the admitter dies.
+const CREATE_EVERY: Duration = Duration::from_millis(60);
+
+fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("valid object")
+}
+
+/// (ClusterQueue, flavor, resource).
+type QuotaKey = (String, String, String);
+
+/// What the watcher saw: the quota each Workload holds and every moment a ClusterQueue was
+/// over its nominal quota.
+#[derive(Debug, Default)]
+struct Ledger {
+    nominal: BTreeMap<QuotaKey, i64>,
+    /// Workload name -> quota it holds (admission set, not finished).
+    holding: HashMap<String, Vec<(QuotaKey, i64)>>,
+    /// Names of Workloads seen admitted at least once.
+    admitted: HashSet<String>,
+    /// The highest usage seen per key.
+    peak: BTreeMap<QuotaKey, i64>,
+    violations: Vec<String>,
+    events: usize,
+}
+
+impl Ledger {
+    /// The quota a Workload holds: `status.admission` set and not `Finished`.
+    fn held_by(workload: &Workload) -> Vec<(QuotaKey, i64)> {
+        let Some(status) = &workload.status else {
+            return Vec::new();
+        };
+        let finished = status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Finished" && c.status == "True");
+        let Some(admission) = status.admission.as_ref().filter(|_| !finished) else {
+            return Vec::new();
+        };
+        let mut held = Vec::new();
+        for assignment in &admission.pod_set_assignments {
+            for (resource, quantity) in &assignment.resource_usage {
+                let flavor = assignment
+                    .flavors
+                    .get(resource)
+                    .cloned()
+                    .unwrap_or_default();
+                let value = resource_value(resource, quantity).expect("a valid quantity");
+                held.push((
+                    (admission.cluster_queue.clone(), flavor, resource.clone()),
+                    value,
+                ));
+            }
+        }
+        held
+    }
+
+    fn record(holding: &mut HashMap<String, Vec<(QuotaKey, i64)>>, workload: &Workload) {
+        let held = Self::held_by(workload);
+        if held.is_empty() {
+            holding.remove(&workload.name_any());
+        } else {
+            holding.insert(workload.name_any(), held);
+        }
+    }
+
+    /// Sums the held quota per key and records every key over its nominal quota.
+    fn check(&mut self, after: &str) {
+        self.events += 1;
+        let mut usage: BTreeMap<&QuotaKey, i64> = BTreeMap::new();
+        for (key, value) in self.holding.values().flatten() {
+            *usage.entry(key).or_default() += value;
+        }
+        for (key, used) in usage {
+            let peak = self.peak.entry(key.clone()).or_default();
+            *peak = (*peak).max(used);
+            let nominal = self.nominal.get(key).copied().unwrap_or(0);
+            if used > nominal {
+                let mut holders: Vec<&String> = self
+                    .holding
+                    .iter()
+                    .filter(|(_, held)| held.iter().any(|(k, _)| k == key))
+                    .map(|(name, _)| name)
+                    .collect();
+                holders.sort();
+                self.violations.push(format!(
+                    "after {after}: {key:?} uses {used} of nominal {nominal}; holders: {holders:?}"
+                ));
+            }
+        }
+    }
+}
+
+/// Follows every Workload change in `api` into the ledger, until the task is aborted.
+fn watch_quota(api: Api<Workload>, ledger: Arc<Mutex<Ledger>>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut relisted: Option<HashMap<String, Vec<(QuotaKey, i64)>>> = None;
+        let mut events = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        while let Some(event) = events.next().await {
+            let Ok(event) = event else { continue };
+            let mut ledger = ledger.lock().expect("ledger lock");
+            match event {
+                watcher::Event::Init => relisted = Some(HashMap::new()),
+                watcher::Event::InitApply(workload) => {
+                    if let Some(relisted) = relisted.as_mut() {
+                        Ledger::record(relisted, &workload);
+                    }
+                    if workload
+                        .status
+                        .as_ref()
+                        .is_some_and(|s| s.admission.is_some())
+                    {
+                        ledger.admitted.insert(workload.name_any());
+                    }
+                }
+                watcher::Event::InitDone => {
+                    if let Some(relisted) = relisted.take() {
+                        ledger.holding = relisted;
+                    }
+                    ledger.check("a re-list");
+                }
+                watcher::Event::Apply(workload) => {
+                    if workload
+                        .status
+                        .as_ref()
+                        .is_some_and(|s| s.admission.is_some())
+                    {
+                        ledger.admitted.insert(workload.name_any());
+                    }
+                    Ledger::record(&mut ledger.holding, &workload);
+                    let after = format!(
+                        "{} at resourceVersion {}",
+                        workload.name_any(),
+                        workload.resource_version().unwrap_or_default()
+                    );
+                    ledger.check(&after);
+                }
+                watcher::Event::Delete(workload) => {
+                    ledger.holding.remove(&workload.name_any());
+                    ledger.check(&format!("deleting {}", workload.name_any()));
+                }
+            }
+        }
+    })
+}
+
+/// A small Job labelled with its queue.
+fn burst_job(name: &str) -> Job {
+    from_json(json!({
+        "metadata": {"name": name, "labels": {QUEUE_NAME_LABEL: "lq"}},
+        "spec": {
+            "parallelism": 1,
+            "completions": 1,
+            "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"requests": {"cpu": JOB_CPU}},
+                }],
+            }},
+        },
+    }))
+}
+
+/// True for a failure to reach the webhook (it is down while the admitter restarts).
+fn webhook_unreachable(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => {
+            status.code == 500 && status.message.contains("failed calling webhook")
+        }
+        _ => false,
+    }
+}
+
+/// Creates the Job, retrying while the webhook cannot be reached; returns how many attempts
+/// failed. The created Job must have been suspended by the webhook.
+async fn create_until_done(jobs: &Api<Job>, job: &Job) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let mut failures = 0;
+    loop {
+        let created = match jobs.create(&PostParams::default(), job).await {
+            Ok(created) => created,
+            // An earlier attempt went through although its answer was lost.
+            Err(kube::Error::Api(status)) if status.code == 409 => jobs
+                .get(&job.name_any())
+                .await
+                .expect("get the existing job"),
+            Err(error) if webhook_unreachable(&error) && Instant::now() < deadline => {
+                failures += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            Err(error) => panic!("creating {}: {error}", job.name_any()),
+        };
+        assert_eq!(
+            created.spec.as_ref().and_then(|s| s.suspend),
+            Some(true),
+            "{} was created suspended by the webhook",
+            job.name_any()
+        );
+        return failures;
+    }
+}
+
+/// Waits until the apiserver calls Kuota's job webhooks: a dry-run Job naming a missing
+/// LocalQueue is rejected.
+async fn wait_for_job_webhook(jobs: &Api<Job>) {
+    let mut probe = burst_job("webhook-probe");
+    probe
+        .labels_mut()
+        .insert(QUEUE_NAME_LABEL.into(), "no-such-queue".into());
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    eventually(Duration::from_secs(60), "Kuota's job webhooks are called", || async {
+        matches!(jobs.create(&dry_run, &probe).await, Err(kube::Error::Api(status)) if status.code == 403)
+    })
+    .await
+    .expect("the webhook rejects a Job naming a missing LocalQueue");
+}
+
+async fn start_kuota(cluster: &TestCluster) -> KuotaProcess {
+    cluster
+        .plane()
+        .start_kuota(Path::new(env!("CARGO_BIN_EXE_kuota")), &[])
+        .await
+        .expect("kuota serve starts")
+}
+
+async fn complete_jobs(jobs: &Api<Job>) -> usize {
+    jobs.list(&ListParams::default())
+        .await
+        .map(|list| {
+            list.items
+                .iter()
+                .filter(|job| {
+                    job.status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|cs| {
+                            cs.iter()
+                                .any(|c| c.type_ == "Complete" && c.status == "True")
+                        })
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn killing_the_admitter_during_a_burst_never_exceeds_quota_and_every_job_finishes() {
+    let cluster = TestCluster::shared().await;
+    cluster
+        .plane()
+        .install_crds(&kuota::api::crds::all())
+        .await
+        .expect("install the Kueue CRDs");
+    let ns = cluster.namespace().await;
+    let client: Client = cluster.client().await;
+
+    let flavor = format!("{}-default", ns.name());
+    let cq = format!("{}-cq", ns.name());
+    let flavors: Api<ResourceFlavor> = Api::all(client.clone());
+    flavors
+        .create(
+            &PostParams::default(),
+            &from_json(json!({"metadata": {"name": flavor}, "spec": {}})),
+        )
+        .await
+        .expect("create flavor");
+    let queues: Api<ClusterQueue> = Api::all(client.clone());
+    queues
+        .create(
+            &PostParams::default(),
+            &from_json(json!({
+                "metadata": {"name": cq},
+                "spec": {
+                    "namespaceSelector": {},
+                    "resourceGroups": [{
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": flavor, "resources": [{"name": "cpu", "nominalQuota": NOMINAL_CPU}]}],
+                    }],
+                },
+            })),
+        )
+        .await
+        .expect("create cluster queue");
+    let local_queues: Api<LocalQueue> = Api::namespaced(client.clone(), ns.name());
+    local_queues
+        .create(
+            &PostParams::default(),
+            &from_json(json!({"metadata": {"name": "lq"}, "spec": {"clusterQueue": cq}})),
+        )
+        .await
+        .expect("create local queue");
+
+    let ledger = Arc::new(Mutex::new(Ledger {
+        nominal: BTreeMap::from([(
+            (cq.clone(), flavor.clone(), "cpu".to_owned()),
+            resource_value("cpu", &from_json(json!(NOMINAL_CPU))).expect("quantity"),
+        )]),
+        ..Ledger::default()
+    }));
+    let watcher = watch_quota(
+        Api::namespaced(client.clone(), ns.name()),
+        Arc::clone(&ledger),
+    );
+
+    let mut kuota = start_kuota(cluster).await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
+    wait_for_job_webhook(&jobs).await;
+
+    let created = Arc::new(AtomicUsize::new(0));
+    let failed_attempts = Arc::new(AtomicUsize::new(0));
+    let burst = {
+        let (jobs, created, failed_attempts) = (
+            jobs.clone(),
+            Arc::clone(&created),
+            Arc::clone(&failed_attempts),
+        );
+        tokio::spawn(async move {
+            for i in 0..JOBS {
+                let failures = create_until_done(&jobs, &burst_job(&format!("burst-{i:03}"))).await;
+                failed_attempts.fetch_add(failures, Ordering::SeqCst);
+                created.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(CREATE_EVERY).await;
+            }
+        })
+    };
+
+    let admitted = || ledger.lock().expect("ledger lock").admitted.len();
+    eventually(
+        Duration::from_secs(120),
+        &format!("{KILL_AFTER_ADMISSIONS} admissions"),
+        || async {
+            admitted() >= KILL_AFTER_ADMISSIONS
+                || (created.load(Ordering::SeqCst) >= KILL_AFTER_CREATIONS
+                    && admitted() >= JOBS_AT_ONCE)
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}; kuota log:\n{}", kuota.process.log_tail(40)));
+    kuota.process.kill_hard();
+    let created_at_kill = created.load(Ordering::SeqCst);
+    let admitted_at_kill = admitted();
+    let holding_at_kill = ledger.lock().expect("ledger lock").holding.len();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let kuota = start_kuota(cluster).await;
+
+    burst.await.expect("every job is created");
+    assert_eq!(created.load(Ordering::SeqCst), JOBS);
+    assert!(
+        created_at_kill < JOBS,
+        "the admitter died during the burst ({created_at_kill} jobs created by then)"
+    );
+
+    let finished = eventually(Duration::from_secs(300), "all jobs complete", || async {
+        complete_jobs(&jobs).await == JOBS
+    })
+    .await;
+    if let Err(error) = finished {
+        panic!(
+            "{error}: {} of {JOBS} complete; kuota log:\n{}",
+            complete_jobs(&jobs).await,
+            kuota.process.log_tail(40)
+        );
+    }
+    let workloads: Api<Workload> = Api::namespaced(client.clone(), ns.name());
+    eventually(
+        Duration::from_secs(60),
+        "all workloads finished",
+        || async {
+            workloads
+                .list(&ListParams::default())
+                .await
+                .is_ok_and(|list| {
+                    list.items.len() == JOBS
+                        && list.items.iter().all(|w| {
+                            w.status.as_ref().is_some_and(|s| {
+                                s.conditions
+                                    .iter()
+                                    .any(|c| c.type_ == "Finished" && c.status == "True")
+                            })
+                        })
+                })
+        },
+    )
+    .await
+    .expect("one finished Workload per Job");
+
+    watcher.abort();
+    let failed_attempts = failed_attempts.load(Ordering::SeqCst);
+    assert!(
+        failed_attempts > 0,
+        "some creations met the webhook down and were retried"
+    );
+    {
+        let ledger = ledger.lock().expect("ledger lock");
+        assert!(
+            ledger.violations.is_empty(),
+            "the ClusterQueue went over its nominal quota {} times:\n{}",
+            ledger.violations.len(),
+            ledger.violations.join("\n")
+        );
+        let key = (cq.clone(), flavor.clone(), "cpu".to_owned());
+        assert_eq!(
+            ledger.peak.get(&key),
+            Some(&1000),
+            "the ClusterQueue was full at some point (jobs really queued)"
+        );
+        assert_eq!(ledger.admitted.len(), JOBS);
+        println!(
+            "killed after {admitted_at_kill} admissions with {created_at_kill} jobs created \
+             and {holding_at_kill} workloads holding quota; \
+             {failed_attempts} creations retried while the webhook was down; \
+             the watcher checked {} workload events",
+            ledger.events
+        );
+    }
+
+    kuota.process.stop(Duration::from_secs(10));
+    delete_ignoring_missing(&queues, &cq)
+        .await
+        .expect("delete the ClusterQueue");
+    delete_ignoring_missing(&flavors, &flavor)
+        .await
+        .expect("delete the flavor");
+}
+
+/// A Workload holding `cpu` of flavor `default` in ClusterQueue `cq`.
+fn holding(name: &str, cpu: &str, finished: bool) -> Workload {
+    let finished = if finished { "True" } else { "False" };
+    from_json(json!({
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]},
+        "status": {
+            "admission": {"clusterQueue": "cq", "podSetAssignments": [
+                {"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": cpu}, "count": 1},
+            ]},
+            "conditions": [{"type": "Finished", "status": finished, "reason": "Succeeded", "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}],
+        },
+    }))
+}
+
+#[test]
+fn the_ledger_records_every_moment_a_queue_is_over_nominal_quota() {
+    let key = ("cq".to_owned(), "default".to_owned(), "cpu".to_owned());
+    let mut ledger = Ledger {
+        nominal: BTreeMap::from([(key.clone(), 1000)]),
+        ..Ledger::default()
+    };
+    Ledger::record(&mut ledger.holding, &holding("a", "600m", false));
+    ledger.check("a");
+    // A finished Workload keeps its admission but no longer holds quota.
+    Ledger::record(&mut ledger.holding, &holding("b", "600m", true));
+    ledger.check("b");
+    assert_eq!(ledger.violations, Vec::<String>::new());
+    Ledger::record(&mut ledger.holding, &holding("c", "500m", false));
+    ledger.check("c");
+    assert_eq!(
+        ledger.violations,
+        vec![
+            r#"after c: ("cq", "default", "cpu") uses 1100 of nominal 1000; holders: ["a", "c"]"#
+                .to_owned()
+        ]
+    );
+    assert_eq!(ledger.peak.get(&key), Some(&1100));
+    // Once `a` is finished the queue is back within quota.
+    Ledger::record(&mut ledger.holding, &holding("a", "600m", true));
+    ledger.check("a finished");
+    assert_eq!(ledger.violations.len(), 1);
+}

@@ -1,0 +1,1132 @@
+//! System acceptance of the admitter: the real `kuota serve` binary against the real control
+//! plane, batch Jobs submitted with `kubectl create`, and what happens checked through the API
+//! and through `kubectl get` / `kubectl describe`, as a Kueue user would look at it.
+//!
+//! One `kuota serve` runs for the whole binary (webhook configurations are cluster-wide); each
+//! test names its cluster-scoped objects after its own namespace.
+
+use std::{
+    collections::BTreeMap,
+    io::Write,
+    path::Path,
+    process::{Command, Stdio},
+    time::Duration,
+};
+
+use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{
+    Api, Client, ResourceExt,
+    api::{ListParams, PostParams},
+};
+use kuota::api::constants::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
+use kuota::api::v1beta2::{
+    ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass,
+};
+use kuota_cluster::{
+    KEEP_RUNNING_LABEL, KuotaProcess, TestCluster, TestNamespace, delete_ignoring_missing,
+    eventually,
+};
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// `kubectl get workloads` columns, as Kueue's printer columns.
+const WORKLOAD_COLUMNS: [&str; 6] = [
+    "NAME",
+    "QUEUE",
+    "RESERVED IN",
+    "ADMITTED",
+    "FINISHED",
+    "AGE",
+];
+/// `kubectl get clusterqueues -o wide` columns.
+const CLUSTER_QUEUE_WIDE_COLUMNS: [&str; 5] = [
+    "NAME",
+    "COHORT",
+    "STRATEGY",
+    "PENDING WORKLOADS",
+    "ADMITTED WORKLOADS",
+];
+
+static KUOTA: OnceCell<KuotaProcess> = OnceCell::const_new();
+
+/// The control plane with Kueue's CRDs and one `kuota serve` whose webhook the apiserver calls.
+async fn system() -> &'static TestCluster {
+    let cluster = TestCluster::shared().await;
+    KUOTA
+        .get_or_init(|| async {
+            let plane = cluster.plane();
+            plane
+                .install_crds(&kuota::api::crds::all())
+                .await
+                .expect("install the Kueue CRDs");
+            let kuota = plane
+                .start_kuota(Path::new(env!("CARGO_BIN_EXE_kuota")), &[])
+                .await
+                .expect("kuota serve starts");
+            wait_for_job_webhook(cluster).await;
+            kuota
+        })
+        .await;
+    cluster
+}
+
+/// Waits until the apiserver calls Kuota's job webhooks: a dry-run Job naming a missing
+/// LocalQueue is rejected (the configurations reach the apiserver's cache asynchronously).
+async fn wait_for_job_webhook(cluster: &TestCluster) {
+    let jobs: Api<Job> = Api::namespaced(cluster.client().await, "default");
+    let probe: Job =
+        serde_json::from_value(TestJob::new("webhook-probe", "no-such-queue", "100m").manifest())
+            .expect("probe job");
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    eventually(WAIT, "Kuota's job webhooks are called", || async {
+        matches!(jobs.create(&dry_run, &probe).await, Err(kube::Error::Api(status)) if status.code == 403)
+    })
+    .await
+    .expect("the webhook rejects a Job naming a missing LocalQueue");
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("valid object")
+}
+
+/// A batch Job as a user writes it: one pod requesting `cpu`, labelled with its queue.
+#[derive(Clone, Debug)]
+struct TestJob {
+    name: String,
+    queue: String,
+    cpu: String,
+    priority_class: Option<String>,
+    keep_running: bool,
+}
+
+impl TestJob {
+    fn new(name: &str, queue: &str, cpu: &str) -> Self {
+        TestJob {
+            name: name.to_owned(),
+            queue: queue.to_owned(),
+            cpu: cpu.to_owned(),
+            priority_class: None,
+            keep_running: false,
+        }
+    }
+
+    /// The Workload gets the priority of this WorkloadPriorityClass.
+    fn priority(mut self, class: &str) -> Self {
+        self.priority_class = Some(class.to_owned());
+        self
+    }
+
+    /// The pod keeps running (holding quota) until [`Env::finish`].
+    fn keep_running(mut self) -> Self {
+        self.keep_running = true;
+        self
+    }
+
+    fn manifest(&self) -> Value {
+        let mut labels = json!({QUEUE_NAME_LABEL: self.queue});
+        if let Some(class) = &self.priority_class {
+            labels[PRIORITY_CLASS_LABEL] = json!(class);
+        }
+        let mut pod_labels = json!({"app": self.name});
+        if self.keep_running {
+            pod_labels[KEEP_RUNNING_LABEL] = json!("true");
+        }
+        json!({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": self.name, "labels": labels},
+            "spec": {
+                "parallelism": 1,
+                "completions": 1,
+                "template": {
+                    "metadata": {"labels": pod_labels},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{
+                            "name": "main",
+                            "image": "busybox",
+                            "resources": {"requests": {"cpu": self.cpu}},
+                        }],
+                    },
+                },
+            },
+        })
+    }
+}
+
+/// One test's namespace, client and the cluster-scoped objects it created.
+struct Env {
+    cluster: &'static TestCluster,
+    ns: TestNamespace,
+    client: Client,
+    cluster_scoped: Vec<ClusterScoped>,
+}
+
+enum ClusterScoped {
+    Flavor(String),
+    ClusterQueue(String),
+    PriorityClass(String),
+}
+
+async fn env() -> Env {
+    let cluster = system().await;
+    let ns = cluster.namespace().await;
+    let client = cluster.client().await;
+    Env {
+        cluster,
+        ns,
+        client,
+        cluster_scoped: Vec::new(),
+    }
+}
+
+impl Env {
+    /// A cluster-scoped name unique to this test.
+    fn name(&self, base: &str) -> String {
+        format!("{}-{base}", self.ns.name())
+    }
+
+    /// A ResourceFlavor for the kwok node pool labelled `instance-type: <pool>`.
+    async fn flavor(&mut self, pool: &str) -> String {
+        let name = self.name(pool);
+        let api: Api<ResourceFlavor> = Api::all(self.client.clone());
+        api.create(
+            &PostParams::default(),
+            &from_json(json!({
+                "metadata": {"name": name},
+                "spec": {"nodeLabels": {"instance-type": pool}},
+            })),
+        )
+        .await
+        .expect("create flavor");
+        self.cluster_scoped
+            .push(ClusterScoped::Flavor(name.clone()));
+        name
+    }
+
+    /// A ClusterQueue for every namespace whose cpu quota is `flavors` (name, nominal quota);
+    /// `spec` adds fields.
+    async fn cluster_queue(&mut self, base: &str, flavors: &[(&str, &str)], spec: Value) -> String {
+        let name = self.name(base);
+        let flavors: Vec<Value> = flavors
+            .iter()
+            .map(|(flavor, nominal)| {
+                json!({"name": flavor, "resources": [{"name": "cpu", "nominalQuota": nominal}]})
+            })
+            .collect();
+        let mut object = json!({
+            "metadata": {"name": name},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": flavors}],
+            },
+        });
+        if let (Some(target), Value::Object(extra)) = (object["spec"].as_object_mut(), spec) {
+            target.extend(extra);
+        }
+        let api: Api<ClusterQueue> = Api::all(self.client.clone());
+        api.create(&PostParams::default(), &from_json(object))
+            .await
+            .expect("create cluster queue");
+        self.cluster_scoped
+            .push(ClusterScoped::ClusterQueue(name.clone()));
+        name
+    }
+
+    async fn local_queue(&self, name: &str, cluster_queue: &str) {
+        let api: Api<LocalQueue> = Api::namespaced(self.client.clone(), self.ns.name());
+        api.create(
+            &PostParams::default(),
+            &from_json(json!({
+                "metadata": {"name": name},
+                "spec": {"clusterQueue": cluster_queue},
+            })),
+        )
+        .await
+        .expect("create local queue");
+    }
+
+    async fn priority_class(&mut self, base: &str, value: i32) -> String {
+        let name = self.name(base);
+        let api: Api<WorkloadPriorityClass> = Api::all(self.client.clone());
+        api.create(
+            &PostParams::default(),
+            &from_json(json!({"metadata": {"name": name}, "value": value})),
+        )
+        .await
+        .expect("create workload priority class");
+        self.cluster_scoped
+            .push(ClusterScoped::PriorityClass(name.clone()));
+        name
+    }
+
+    /// Runs kubectl in the test namespace, feeding `stdin`; returns stdout, fails on an error.
+    fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let mut command: Command = self.cluster.kubectl();
+        command
+            .args(["-n", self.ns.name()])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().expect("run kubectl");
+        let mut input = child.stdin.take().expect("kubectl stdin");
+        input
+            .write_all(stdin.unwrap_or_default().as_bytes())
+            .expect("write kubectl stdin");
+        drop(input);
+        let output = child.wait_with_output().expect("kubectl output");
+        assert!(
+            output.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        if matches!(args.first(), Some(&"get" | &"describe")) {
+            // Shown with `--nocapture`: what a user sees.
+            println!("$ kubectl {}\n{stdout}", args.join(" "));
+        }
+        stdout
+    }
+
+    /// `kubectl create -f -` with the Job's manifest.
+    fn submit(&self, job: &TestJob) {
+        let manifest = job.manifest().to_string();
+        let out = self.kubectl(&["create", "-f", "-"], Some(&manifest));
+        assert_eq!(out.trim(), format!("job.batch/{} created", job.name));
+    }
+
+    /// Lets a keep-running Job's pod complete, once it runs.
+    async fn finish(&self, job: &str) {
+        self.wait_until_running(job).await;
+        self.kubectl(
+            &[
+                "label",
+                "pods",
+                "-l",
+                &format!("batch.kubernetes.io/job-name={job}"),
+                &format!("{KEEP_RUNNING_LABEL}-"),
+            ],
+            None,
+        );
+    }
+
+    fn jobs(&self) -> Api<Job> {
+        Api::namespaced(self.client.clone(), self.ns.name())
+    }
+
+    fn workloads(&self) -> Api<Workload> {
+        Api::namespaced(self.client.clone(), self.ns.name())
+    }
+
+    async fn job(&self, name: &str) -> Job {
+        self.jobs().get(name).await.expect("get job")
+    }
+
+    /// The name of the Workload Kuota creates for the Job.
+    async fn workload_name(&self, job: &str) -> String {
+        let job = self.job(job).await;
+        kuota::jobs::workload_name("Job", "batch", &job.name_any(), &job.uid().expect("uid"))
+    }
+
+    async fn workload(&self, job: &str) -> Workload {
+        let name = self.workload_name(job).await;
+        self.workloads().get(&name).await.expect("get workload")
+    }
+
+    /// Waits until the Job's Workload satisfies `probe` and returns it.
+    async fn wait_for_workload(
+        &self,
+        job: &str,
+        what: &str,
+        probe: impl Fn(&Workload) -> bool,
+    ) -> Workload {
+        let name = self.workload_name(job).await;
+        let workloads = self.workloads();
+        let result = eventually(WAIT, &format!("{job}: {what}"), || {
+            let workloads = workloads.clone();
+            let (name, probe) = (&name, &probe);
+            async move { workloads.get(name).await.ok().is_some_and(|w| probe(&w)) }
+        })
+        .await;
+        match result {
+            Ok(()) => self.workloads().get(&name).await.expect("get workload"),
+            Err(error) => panic!(
+                "{error}; workload: {:#?}",
+                self.workloads()
+                    .get_opt(&name)
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|w| w.status)
+            ),
+        }
+    }
+
+    async fn wait_for_job(&self, job: &str, what: &str, probe: impl Fn(&Job) -> bool) -> Job {
+        let jobs = self.jobs();
+        let result = eventually(WAIT, &format!("job {job}: {what}"), || {
+            let jobs = jobs.clone();
+            let probe = &probe;
+            async move { jobs.get(job).await.ok().is_some_and(|j| probe(&j)) }
+        })
+        .await;
+        match result {
+            Ok(()) => self.job(job).await,
+            Err(error) => panic!("{error}; job: {:#?}", self.job(job).await),
+        }
+    }
+
+    /// The Job's pods.
+    async fn pods(&self, job: &str) -> Vec<Pod> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), self.ns.name());
+        pods.list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}")))
+            .await
+            .expect("list pods")
+            .items
+    }
+
+    /// Waits until the Job's one pod is Running and returns the node it runs on.
+    async fn wait_until_running(&self, job: &str) -> String {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), self.ns.name());
+        let selector = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}"));
+        eventually(WAIT, &format!("{job}: pod Running"), || async {
+            pods.list(&selector)
+                .await
+                .ok()
+                .is_some_and(|list| list.items.iter().any(is_running))
+        })
+        .await
+        .expect("the job's pod runs");
+        let running: Vec<String> = self
+            .pods(job)
+            .await
+            .into_iter()
+            .filter(is_running)
+            .filter_map(|p| p.spec.and_then(|s| s.node_name))
+            .collect();
+        match running.as_slice() {
+            [node] => node.clone(),
+            other => panic!("{job}: expected one running pod, got nodes {other:?}"),
+        }
+    }
+
+    /// Waits until the object's `status` satisfies `probe`.
+    async fn wait_for_status<K>(
+        &self,
+        api: &Api<K>,
+        name: &str,
+        what: &str,
+        probe: impl Fn(&Value) -> bool,
+    ) where
+        K: kube::Resource
+            + Clone
+            + serde::de::DeserializeOwned
+            + serde::Serialize
+            + std::fmt::Debug,
+    {
+        let status = || async {
+            api.get(name)
+                .await
+                .ok()
+                .and_then(|object| serde_json::to_value(object).ok())
+                .map(|object| object["status"].clone())
+                .unwrap_or_default()
+        };
+        let result = eventually(WAIT, &format!("{name}: {what}"), || async {
+            probe(&status().await)
+        })
+        .await;
+        if let Err(error) = result {
+            panic!("{error}; status: {:#}", status().await);
+        }
+    }
+
+    /// `kubectl get ...` as its headers and its rows of cells.
+    fn table(&self, args: &[&str]) -> (Vec<String>, Vec<Vec<String>>) {
+        parse_table(&self.kubectl(args, None))
+    }
+
+    async fn cleanup(self) {
+        let flavors: Api<ResourceFlavor> = Api::all(self.client.clone());
+        let queues: Api<ClusterQueue> = Api::all(self.client.clone());
+        let classes: Api<WorkloadPriorityClass> = Api::all(self.client.clone());
+        for object in &self.cluster_scoped {
+            let deleted = match object {
+                ClusterScoped::Flavor(name) => delete_ignoring_missing(&flavors, name).await,
+                ClusterScoped::ClusterQueue(name) => delete_ignoring_missing(&queues, name).await,
+                ClusterScoped::PriorityClass(name) => delete_ignoring_missing(&classes, name).await,
+            };
+            deleted.expect("delete a cluster-scoped object");
+        }
+    }
+}
+
+/// Splits kubectl's table output at the header's column offsets (headers such as
+/// `RESERVED IN` contain single spaces; columns are separated by at least three).
+fn parse_table(text: &str) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default();
+    let mut columns: Vec<(usize, String)> = Vec::new();
+    let mut start = None;
+    let mut spaces = 0;
+    for (i, ch) in header.char_indices() {
+        if ch == ' ' {
+            spaces += 1;
+            continue;
+        }
+        if start.is_none() || spaces >= 2 {
+            if let Some(begin) = start {
+                columns.push((begin, header[begin..i].trim().to_owned()));
+            }
+            start = Some(i);
+        }
+        spaces = 0;
+    }
+    if let Some(begin) = start {
+        columns.push((begin, header[begin..].trim().to_owned()));
+    }
+    let rows = lines
+        .map(|line| {
+            columns
+                .iter()
+                .enumerate()
+                .map(|(i, (begin, _))| {
+                    let end = columns.get(i + 1).map_or(line.len(), |(next, _)| *next);
+                    let cell = line.get(*begin..end.min(line.len())).unwrap_or_default();
+                    cell.trim().to_owned()
+                })
+                .collect()
+        })
+        .collect();
+    (columns.into_iter().map(|(_, name)| name).collect(), rows)
+}
+
+/// `kubectl get workloads` rows without the AGE column (the last one).
+fn without_age(rows: Vec<Vec<String>>) -> Vec<Vec<String>> {
+    rows.into_iter()
+        .map(|mut row| {
+            row.pop();
+            row
+        })
+        .collect()
+}
+
+fn condition<'a>(workload: &'a Workload, type_: &str) -> Option<&'a Condition> {
+    workload
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
+/// The condition as (status, reason, message).
+fn condition_triple(workload: &Workload, type_: &str) -> Option<(String, String, String)> {
+    condition(workload, type_).map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+fn is_admitted(workload: &Workload) -> bool {
+    workload
+        .status
+        .as_ref()
+        .is_some_and(|status| status.admission.is_some())
+        && condition(workload, "Admitted").is_some_and(|c| c.status == "True")
+}
+
+fn is_finished(workload: &Workload) -> bool {
+    condition(workload, "Finished").is_some_and(|c| c.status == "True")
+}
+
+fn waiting_for_quota(workload: &Workload) -> bool {
+    condition(workload, "QuotaReserved")
+        .is_some_and(|c| c.status == "False" && c.reason == "WaitingForQuota")
+}
+
+/// The flavor the Workload's one pod set got for cpu.
+fn cpu_flavor(workload: &Workload) -> Option<String> {
+    workload
+        .status
+        .as_ref()?
+        .admission
+        .as_ref()?
+        .pod_set_assignments
+        .first()?
+        .flavors
+        .get("cpu")
+        .cloned()
+}
+
+/// Running and not being deleted.
+fn is_running(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_none()
+        && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+}
+
+fn is_suspended(job: &Job) -> bool {
+    job.spec.as_ref().and_then(|s| s.suspend) == Some(true)
+}
+
+fn is_complete(job: &Job) -> bool {
+    job.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_ == "Complete" && c.status == "True")
+        })
+}
+
+fn node_selector(job: &Job) -> BTreeMap<String, String> {
+    job.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|s| s.node_selector.clone())
+        .unwrap_or_default()
+}
+
+/// Lines of `kubectl describe` with runs of spaces collapsed, e.g. `Cluster Queue: cq`.
+fn describe_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|line| !line.is_empty())
+        .collect()
+}
+
+fn assert_lines(lines: &[String], expected: &[String], what: &str) {
+    let missing: Vec<&String> = expected.iter().filter(|l| !lines.contains(l)).collect();
+    assert!(
+        missing.is_empty(),
+        "{what}: missing lines {missing:#?} in\n{}",
+        lines.join("\n")
+    );
+}
+
+#[tokio::test]
+async fn jobs_fill_nominal_quota_then_borrow_in_the_cohort_and_finished_jobs_let_the_next_in() {
+    let mut env = env().await;
+    let on_demand = env.flavor("on-demand").await;
+    let spot = env.flavor("spot").await;
+    let cohort = env.name("cohort");
+    let quota = [(on_demand.as_str(), "1"), (spot.as_str(), "1")];
+    // TryNextFlavor: a job borrows only once no flavor has unused nominal quota left.
+    let team_a = env
+        .cluster_queue(
+            "team-a",
+            &quota,
+            json!({"cohortName": cohort, "flavorFungibility": {"whenCanBorrow": "TryNextFlavor"}}),
+        )
+        .await;
+    let team_b = env
+        .cluster_queue("team-b", &quota, json!({"cohortName": cohort}))
+        .await;
+    env.local_queue("team-a", &team_a).await;
+    env.local_queue("team-b", &team_b).await;
+
+    // Nominal quota in both flavors first, then team-b's unused quota, flavor by flavor.
+    let expected = [
+        ("a-1", &on_demand, "on-demand"),
+        ("a-2", &spot, "spot"),
+        ("a-3", &on_demand, "on-demand"),
+        ("a-4", &spot, "spot"),
+    ];
+    for (job, flavor, pool) in expected {
+        env.submit(&TestJob::new(job, "team-a", "1").keep_running());
+        let workload = env.wait_for_workload(job, "admitted", is_admitted).await;
+        assert_eq!(cpu_flavor(&workload).as_ref(), Some(flavor), "{job}");
+        assert_eq!(
+            condition_triple(&workload, "QuotaReserved"),
+            Some((
+                "True".into(),
+                "QuotaReserved".into(),
+                format!("Quota reserved in ClusterQueue {team_a}")
+            ))
+        );
+        assert_eq!(
+            condition_triple(&workload, "Admitted"),
+            Some((
+                "True".into(),
+                "Admitted".into(),
+                "The workload is admitted".into()
+            ))
+        );
+        let started = env.wait_for_job(job, "started", |j| !is_suspended(j)).await;
+        assert_eq!(
+            node_selector(&started),
+            BTreeMap::from([("instance-type".to_owned(), pool.to_owned())])
+        );
+        assert_eq!(env.wait_until_running(job).await, format!("kwok-{pool}-0"));
+    }
+
+    env.submit(&TestJob::new("a-5", "team-a", "1").keep_running());
+    env.submit(&TestJob::new("b-1", "team-b", "1").keep_running());
+    let no_quota = format!(
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor {on_demand}, 1 more needed, insufficient unused quota for cpu in flavor {spot}, 1 more needed"
+    );
+    for job in ["a-5", "b-1"] {
+        let pending = env
+            .wait_for_workload(job, "waiting for quota", waiting_for_quota)
+            .await;
+        assert_eq!(
+            condition_triple(&pending, "QuotaReserved"),
+            Some(("False".into(), "WaitingForQuota".into(), no_quota.clone())),
+            "{job}"
+        );
+        assert!(is_suspended(&env.job(job).await), "{job} stays suspended");
+        assert!(env.pods(job).await.is_empty(), "{job} has no pods");
+    }
+
+    let queues: Api<ClusterQueue> = Api::all(env.client.clone());
+    let usage = |total: &str, borrowed: &str| {
+        json!([
+            {"name": on_demand, "resources": [{"name": "cpu", "total": total, "borrowed": borrowed}]},
+            {"name": spot, "resources": [{"name": "cpu", "total": total, "borrowed": borrowed}]},
+        ])
+    };
+    let expected_usage = usage("2", "1");
+    env.wait_for_status(&queues, &team_a, "counts and borrowing", |s| {
+        s["pendingWorkloads"] == 1
+            && s["reservingWorkloads"] == 4
+            && s["admittedWorkloads"] == 4
+            && s["flavorsReservation"] == expected_usage
+            && s["flavorsUsage"] == expected_usage
+    })
+    .await;
+    env.wait_for_status(&queues, &team_b, "counts", |s| {
+        s["pendingWorkloads"] == 1 && s["reservingWorkloads"] == 0
+    })
+    .await;
+    let local_queues: Api<LocalQueue> = Api::namespaced(env.client.clone(), env.ns.name());
+    for (queue, pending, admitted) in [("team-a", 1, 4), ("team-b", 1, 0)] {
+        env.wait_for_status(&local_queues, queue, "counts", |s| {
+            s["pendingWorkloads"] == pending && s["admittedWorkloads"] == admitted
+        })
+        .await;
+    }
+
+    let (headers, rows) = env.table(&["get", "clusterqueues", &team_a, &team_b]);
+    assert_eq!(headers, ["NAME", "COHORT", "PENDING WORKLOADS"]);
+    assert_eq!(
+        rows,
+        [
+            [team_a.as_str(), cohort.as_str(), "1"],
+            [team_b.as_str(), cohort.as_str(), "1"]
+        ]
+    );
+    let (headers, rows) = env.table(&["get", "cq", &team_a, &team_b, "-o", "wide"]);
+    assert_eq!(headers, CLUSTER_QUEUE_WIDE_COLUMNS);
+    assert_eq!(
+        rows,
+        [
+            [team_a.as_str(), cohort.as_str(), "BestEffortFIFO", "1", "4"],
+            [team_b.as_str(), cohort.as_str(), "BestEffortFIFO", "1", "0"]
+        ]
+    );
+    let (headers, rows) = env.table(&["get", "localqueues"]);
+    assert_eq!(
+        headers,
+        [
+            "NAME",
+            "CLUSTERQUEUE",
+            "PENDING WORKLOADS",
+            "ADMITTED WORKLOADS"
+        ]
+    );
+    assert_eq!(
+        rows,
+        [
+            ["team-a", team_a.as_str(), "1", "4"],
+            ["team-b", team_b.as_str(), "1", "0"]
+        ]
+    );
+
+    let mut expected_rows = Vec::new();
+    for job in ["a-1", "a-2", "a-3", "a-4"] {
+        expected_rows.push(vec![
+            env.workload_name(job).await,
+            "team-a".to_owned(),
+            team_a.clone(),
+            "True".to_owned(),
+            String::new(),
+        ]);
+    }
+    expected_rows.push(vec![
+        env.workload_name("a-5").await,
+        "team-a".to_owned(),
+        String::new(),
+        String::new(),
+        String::new(),
+    ]);
+    expected_rows.push(vec![
+        env.workload_name("b-1").await,
+        "team-b".to_owned(),
+        String::new(),
+        String::new(),
+        String::new(),
+    ]);
+    expected_rows.sort();
+    let (headers, rows) = env.table(&["get", "workloads"]);
+    assert_eq!(headers, WORKLOAD_COLUMNS);
+    let mut cells = without_age(rows);
+    cells.sort();
+    assert_eq!(cells, expected_rows);
+
+    // a-3 borrowed team-b's on-demand cpu; when it finishes, team-b's own job goes first
+    // (it needs no borrowing), and a-5 keeps waiting.
+    env.finish("a-3").await;
+    env.wait_for_job("a-3", "complete", is_complete).await;
+    let finished = env.wait_for_workload("a-3", "finished", is_finished).await;
+    assert_eq!(
+        condition_triple(&finished, "Finished"),
+        Some((
+            "True".into(),
+            "Succeeded".into(),
+            "Reached expected number of succeeded pods".into()
+        ))
+    );
+    let b1 = env.wait_for_workload("b-1", "admitted", is_admitted).await;
+    assert_eq!(cpu_flavor(&b1).as_ref(), Some(&on_demand));
+    assert_eq!(
+        condition_triple(&b1, "QuotaReserved").map(|c| c.2),
+        Some(format!("Quota reserved in ClusterQueue {team_b}"))
+    );
+    assert_eq!(env.wait_until_running("b-1").await, "kwok-on-demand-0");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(waiting_for_quota(&env.workload("a-5").await));
+
+    // a-1 held team-a's own on-demand cpu: a-5 takes it.
+    env.finish("a-1").await;
+    let a5 = env.wait_for_workload("a-5", "admitted", is_admitted).await;
+    assert_eq!(cpu_flavor(&a5).as_ref(), Some(&on_demand));
+    assert_eq!(env.wait_until_running("a-5").await, "kwok-on-demand-0");
+
+    for job in ["a-2", "a-4", "a-5", "b-1"] {
+        env.finish(job).await;
+    }
+    for job in ["a-1", "a-2", "a-3", "a-4", "a-5", "b-1"] {
+        env.wait_for_job(job, "complete", is_complete).await;
+        env.wait_for_workload(job, "finished", is_finished).await;
+    }
+    let released = usage("0", "0");
+    env.wait_for_status(&queues, &team_a, "all quota released", |s| {
+        s["pendingWorkloads"] == 0
+            && s["reservingWorkloads"] == 0
+            && s["flavorsReservation"] == released
+    })
+    .await;
+    let (headers, rows) = env.table(&["get", "workloads"]);
+    let finished = headers
+        .iter()
+        .position(|h| h == "FINISHED")
+        .expect("FINISHED column");
+    for row in &rows {
+        assert_eq!(row[finished], "True", "{headers:?} {row:?}");
+    }
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_higher_priority_job_preempts_a_lower_one_whose_job_is_suspended_again() {
+    let mut env = env().await;
+    let flavor = env.flavor("on-demand").await;
+    let low = env.priority_class("low", 100).await;
+    let high = env.priority_class("high", 1000).await;
+    let cq = env
+        .cluster_queue(
+            "cq",
+            &[(flavor.as_str(), "2")],
+            json!({"preemption": {"withinClusterQueue": "LowerPriority"}}),
+        )
+        .await;
+    env.local_queue("lq", &cq).await;
+
+    for job in ["low-1", "low-2"] {
+        env.submit(&TestJob::new(job, "lq", "1").priority(&low).keep_running());
+        let workload = env.wait_for_workload(job, "admitted", is_admitted).await;
+        assert_eq!(workload.spec.priority, Some(100));
+        env.wait_until_running(job).await;
+        // Admission times have whole seconds: low-2 is strictly the most recently admitted.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+
+    env.submit(
+        &TestJob::new("high", "lq", "1")
+            .priority(&high)
+            .keep_running(),
+    );
+    let high_job = env.job("high").await;
+    let high_workload = env.wait_for_workload("high", "created", |_| true).await;
+    assert_eq!(high_workload.spec.priority, Some(1000));
+    assert_eq!(
+        serde_json::to_value(&high_workload.spec.priority_class_ref).expect("json"),
+        json!({"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": high})
+    );
+
+    // The most recently admitted of the lower-priority workloads is evicted ...
+    let preemption = format!(
+        "Preempted to accommodate a workload (UID: {}, JobUID: {}) due to prioritization in the ClusterQueue; preemptor path: /{cq}; preemptee path: /{cq}",
+        high_workload.uid().expect("uid"),
+        high_job.uid().expect("uid"),
+    );
+    let victim = env
+        .wait_for_workload("low-2", "evicted", |w| {
+            condition(w, "Evicted").is_some_and(|c| c.status == "True")
+        })
+        .await;
+    assert_eq!(
+        condition_triple(&victim, "Evicted"),
+        Some(("True".into(), "Preempted".into(), preemption.clone()))
+    );
+    assert_eq!(
+        condition_triple(&victim, "Preempted"),
+        Some(("True".into(), "InClusterQueue".into(), preemption.clone()))
+    );
+    // ... its Job is suspended again with its pod template restored, its pod goes away ...
+    env.wait_for_job("low-2", "suspended again, template restored", |job| {
+        is_suspended(job)
+            && node_selector(job).is_empty()
+            && !job.annotations().contains_key("kueue.x-k8s.io/stopping")
+            && job.status.as_ref().is_some_and(|s| s.start_time.is_none())
+    })
+    .await;
+    let pods: Api<Pod> = Api::namespaced(env.client.clone(), env.ns.name());
+    eventually(WAIT, "low-2's pod is gone", || async {
+        pods.list(&ListParams::default().labels("batch.kubernetes.io/job-name=low-2"))
+            .await
+            .is_ok_and(|list| {
+                list.items
+                    .iter()
+                    .all(|p| p.metadata.deletion_timestamp.is_some())
+            })
+    })
+    .await
+    .expect("the suspended job's pod is deleted");
+    // ... its quota is released and it queues again, while the preemptor runs.
+    let requeued = env
+        .wait_for_workload("low-2", "requeued and waiting", |w| {
+            waiting_for_quota(w) && w.status.as_ref().is_some_and(|s| s.admission.is_none())
+        })
+        .await;
+    assert_eq!(
+        condition_triple(&requeued, "Requeued"),
+        Some(("True".into(), "Preempted".into(), preemption.clone()))
+    );
+    assert_eq!(
+        condition_triple(&requeued, "Admitted"),
+        Some((
+            "False".into(),
+            "NoReservation".into(),
+            "The workload has no reservation".into()
+        ))
+    );
+    let admitted = env.wait_for_workload("high", "admitted", is_admitted).await;
+    assert_eq!(env.wait_until_running("high").await, "kwok-on-demand-0");
+    assert!(
+        is_admitted(&env.workload("low-1").await),
+        "low-1 keeps running"
+    );
+    assert!(!is_suspended(&env.job("low-1").await));
+
+    let (headers, rows) = env.table(&["get", "workloads"]);
+    assert_eq!(headers, WORKLOAD_COLUMNS);
+    let mut cells = without_age(rows);
+    cells.sort();
+    let mut expected = vec![
+        vec![
+            env.workload_name("low-1").await,
+            "lq".into(),
+            cq.clone(),
+            "True".into(),
+            String::new(),
+        ],
+        vec![
+            victim.name_any(),
+            "lq".into(),
+            String::new(),
+            "False".into(),
+            String::new(),
+        ],
+        vec![
+            admitted.name_any(),
+            "lq".into(),
+            cq.clone(),
+            "True".into(),
+            String::new(),
+        ],
+    ];
+    expected.sort();
+    assert_eq!(cells, expected);
+
+    let described =
+        describe_lines(&env.kubectl(&["describe", "workload", &admitted.name_any()], None));
+    assert_lines(
+        &described,
+        &[
+            format!("Name: {}", admitted.name_any()),
+            "Kind: Workload".into(),
+            "Admission:".into(),
+            format!("Cluster Queue: {cq}"),
+            format!("Cpu: {flavor}"),
+            "Name: main".into(),
+            "Count: 1".into(),
+            format!("Message: Quota reserved in ClusterQueue {cq}"),
+            "Reason: QuotaReserved".into(),
+            "Type: QuotaReserved".into(),
+            "Message: The workload is admitted".into(),
+            "Type: Admitted".into(),
+            "Priority: 1000".into(),
+            "Queue Name: lq".into(),
+        ],
+        "kubectl describe of the preemptor",
+    );
+    let reserved_event = format!("Quota reserved in ClusterQueue {cq}, wait time since queued was");
+    assert!(
+        described
+            .iter()
+            .any(|l| l.starts_with("Normal QuotaReserved ") && l.contains(&reserved_event)),
+        "QuotaReserved event in\n{}",
+        described.join("\n")
+    );
+    let described =
+        describe_lines(&env.kubectl(&["describe", "workload", &victim.name_any()], None));
+    assert_lines(
+        &described,
+        &[
+            format!("Message: {preemption}"),
+            "Reason: Preempted".into(),
+            "Type: Evicted".into(),
+            "Reason: InClusterQueue".into(),
+            "Type: Preempted".into(),
+            "Type: Requeued".into(),
+            "Reason: WaitingForQuota".into(),
+            "Reason: NoReservation".into(),
+        ],
+        "kubectl describe of the preempted workload",
+    );
+
+    // When the preemptor finishes, the preempted job is admitted again and runs to the end.
+    env.finish("high").await;
+    let readmitted = env
+        .wait_for_workload("low-2", "admitted again", is_admitted)
+        .await;
+    assert_eq!(cpu_flavor(&readmitted).as_ref(), Some(&flavor));
+    assert_eq!(env.wait_until_running("low-2").await, "kwok-on-demand-0");
+    env.finish("low-1").await;
+    env.finish("low-2").await;
+    for job in ["low-1", "low-2", "high"] {
+        env.wait_for_job(job, "complete", is_complete).await;
+        env.wait_for_workload(job, "finished", is_finished).await;
+    }
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn strict_fifo_blocks_behind_a_big_head_while_best_effort_fifo_does_not() {
+    let mut env = env().await;
+    let flavor = env.flavor("on-demand").await;
+    let quota = [(flavor.as_str(), "2")];
+    let strict = env
+        .cluster_queue("strict", &quota, json!({"queueingStrategy": "StrictFIFO"}))
+        .await;
+    let best_effort = env
+        .cluster_queue(
+            "best-effort",
+            &quota,
+            json!({"queueingStrategy": "BestEffortFIFO"}),
+        )
+        .await;
+    env.local_queue("strict", &strict).await;
+    env.local_queue("best-effort", &best_effort).await;
+
+    for queue in ["strict", "best-effort"] {
+        let filler = format!("{queue}-filler");
+        env.submit(&TestJob::new(&filler, queue, "1").keep_running());
+        env.wait_for_workload(&filler, "admitted", is_admitted)
+            .await;
+    }
+    // Creation timestamps have whole seconds: the big head is strictly older than the small one.
+    for queue in ["strict", "best-effort"] {
+        env.submit(&TestJob::new(&format!("{queue}-big"), queue, "2").keep_running());
+    }
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    for queue in ["strict", "best-effort"] {
+        env.submit(&TestJob::new(&format!("{queue}-small"), queue, "1").keep_running());
+    }
+
+    env.wait_for_workload(
+        "best-effort-small",
+        "admitted past the big head",
+        is_admitted,
+    )
+    .await;
+    env.wait_until_running("best-effort-small").await;
+    let head = env
+        .wait_for_workload("strict-big", "waiting for quota", waiting_for_quota)
+        .await;
+    assert_eq!(
+        condition_triple(&head, "QuotaReserved").map(|c| c.2),
+        Some(format!(
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor {flavor}, 1 more needed"
+        ))
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let blocked = env.workload("strict-small").await;
+    assert!(
+        !is_admitted(&blocked),
+        "StrictFIFO admits nothing behind its head"
+    );
+    assert!(is_suspended(&env.job("strict-small").await));
+    assert!(!is_admitted(&env.workload("best-effort-big").await));
+
+    let queues: Api<ClusterQueue> = Api::all(env.client.clone());
+    for (queue, pending, admitted) in [(&strict, 2, 1), (&best_effort, 1, 2)] {
+        env.wait_for_status(&queues, queue, "counts", |s| {
+            s["pendingWorkloads"] == pending && s["admittedWorkloads"] == admitted
+        })
+        .await;
+    }
+    let (headers, rows) = env.table(&["get", "cq", &strict, &best_effort, "-o", "wide"]);
+    assert_eq!(headers, CLUSTER_QUEUE_WIDE_COLUMNS);
+    assert_eq!(
+        rows,
+        [
+            [strict.as_str(), "", "StrictFIFO", "2", "1"],
+            [best_effort.as_str(), "", "BestEffortFIFO", "1", "2"]
+        ]
+    );
+
+    // The filler finishes: the head fits, and the small one still waits behind it (2 of 2 used).
+    env.finish("strict-filler").await;
+    env.wait_for_workload("strict-big", "admitted", is_admitted)
+        .await;
+    env.wait_until_running("strict-big").await;
+    assert!(!is_admitted(&env.workload("strict-small").await));
+    env.finish("strict-big").await;
+    env.wait_for_workload("strict-small", "admitted after the head", is_admitted)
+        .await;
+
+    for job in [
+        "strict-small",
+        "best-effort-filler",
+        "best-effort-small",
+        "best-effort-big",
+    ] {
+        if job == "best-effort-big" {
+            env.wait_for_workload(job, "admitted", is_admitted).await;
+        }
+        env.finish(job).await;
+    }
+    for queue in ["strict", "best-effort"] {
+        for size in ["filler", "big", "small"] {
+            let job = format!("{queue}-{size}");
+            env.wait_for_job(&job, "complete", is_complete).await;
+        }
+    }
+    env.cleanup().await;
+}
