@@ -7,7 +7,7 @@
 //! there.
 
 use std::{
-    collections::HashSet,
+    collections::{BTreeMap, HashSet},
     error::Error,
     path::Path,
     sync::{Arc, Mutex},
@@ -266,6 +266,62 @@ struct CpuUse {
     kuota: f64,
     apiserver: f64,
     etcd: f64,
+    /// This benchmark's own Workload watch.
+    bench: f64,
+}
+
+/// `apiserver_request_total` summed by (verb, resource[/subresource]).
+type RequestCounts = BTreeMap<(String, String), f64>;
+
+/// The apiserver's request counters, from its `/metrics`.
+async fn apiserver_requests(client: &Client) -> BenchResult<RequestCounts> {
+    let request = axum::http::Request::get("/metrics").body(Vec::new())?;
+    let text = client.request_text(request).await?;
+    let mut counts = RequestCounts::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .split("\",")
+                .find_map(|pair| pair.strip_prefix(&format!("{name}=\"")))
+                .map(|v| v.trim_end_matches('"').to_owned())
+                .unwrap_or_default()
+        };
+        let mut resource = label("resource");
+        let subresource = label("subresource");
+        if !subresource.is_empty() {
+            resource = format!("{resource}/{subresource}");
+        }
+        *counts.entry((label("verb"), resource)).or_default() += value.parse::<f64>()?;
+    }
+    Ok(counts)
+}
+
+/// Requests counted in `after` but not in `before`, writes first, most frequent first.
+fn request_delta(before: &RequestCounts, after: &RequestCounts) -> Vec<(String, String, f64)> {
+    let mut delta: Vec<(String, String, f64)> = after
+        .iter()
+        .map(|((verb, resource), count)| {
+            let earlier = before.get(&(verb.clone(), resource.clone())).copied();
+            (
+                verb.clone(),
+                resource.clone(),
+                count - earlier.unwrap_or(0.0),
+            )
+        })
+        .filter(|(_, _, count)| *count > 0.0)
+        .collect();
+    delta.sort_by(|a, b| b.2.total_cmp(&a.2));
+    delta
+}
+
+fn is_write(verb: &str) -> bool {
+    matches!(verb, "POST" | "PUT" | "PATCH" | "DELETE" | "APPLY")
 }
 
 #[tokio::main]
@@ -297,9 +353,39 @@ struct Figures {
     rss_at_ready_kib: u64,
     peak_rss_kib: u64,
     cpu: CpuUse,
+    /// (verb, resource, count) the apiserver served from kuota's start until all admitted.
+    requests: Vec<(String, String, f64)>,
 }
 
 impl Figures {
+    /// Writes per second and the busiest (verb, resource) pairs.
+    fn request_summary(&self) -> String {
+        let seconds = self.all_admitted.as_secs_f64();
+        let writes: f64 = self
+            .requests
+            .iter()
+            .filter(|(verb, _, _)| is_write(verb))
+            .map(|(_, _, count)| count)
+            .sum();
+        let reads: f64 = self
+            .requests
+            .iter()
+            .filter(|(verb, _, _)| !is_write(verb) && verb != "WATCH")
+            .map(|(_, _, count)| count)
+            .sum();
+        let busiest: Vec<String> = self
+            .requests
+            .iter()
+            .take(6)
+            .map(|(verb, resource, count)| format!("{verb} {resource} {count:.0}"))
+            .collect();
+        format!(
+            "{writes:.0} writes ({:.0}/s), {reads:.0} reads; {}",
+            writes / seconds,
+            busiest.join(", ")
+        )
+    }
+
     fn table(&self) -> String {
         let rows = [
             (
@@ -358,14 +444,16 @@ impl Figures {
             (
                 "CPU used from kuota start until all admitted",
                 format!(
-                    "kuota {:.1} s, kube-apiserver {:.1} s, etcd {:.1} s (wall {:.1} s, {} cores)",
+                    "kuota {:.1} s, kube-apiserver {:.1} s, etcd {:.1} s, this benchmark's watch {:.1} s (wall {:.1} s, {} cores)",
                     self.cpu.kuota,
                     self.cpu.apiserver,
                     self.cpu.etcd,
+                    self.cpu.bench,
                     self.all_admitted.as_secs_f64(),
                     std::thread::available_parallelism().map_or(1, usize::from),
                 ),
             ),
+            ("apiserver requests in that time", self.request_summary()),
         ];
         let mut table = String::from("| admitter_scale | |\n|---|---|\n");
         for (what, value) in rows {
@@ -389,6 +477,8 @@ async fn run(plane: &ControlPlane, expected: usize) -> BenchResult<Figures> {
     let apiserver = component_pid(plane.dir(), "kube-apiserver")?;
     let etcd = component_pid(plane.dir(), "etcd")?;
     let (apiserver_before, etcd_before) = (cpu_seconds(apiserver)?, cpu_seconds(etcd)?);
+    let bench_before = cpu_seconds(std::process::id())?;
+    let requests_before = apiserver_requests(&client).await?;
 
     eprintln!("starting kuota serve");
     let started = Instant::now();
@@ -402,6 +492,7 @@ async fn run(plane: &ControlPlane, expected: usize) -> BenchResult<Figures> {
     let deadline = started + TIMEOUT;
     let mut all_reported = None;
     let mut cpu = None;
+    let mut requests = Vec::new();
     loop {
         let admitted = read(&|p| p.admitted.len());
         let reported = read(&pending_not_admitted);
@@ -413,7 +504,9 @@ async fn run(plane: &ControlPlane, expected: usize) -> BenchResult<Figures> {
                 kuota: cpu_seconds(pid)?,
                 apiserver: cpu_seconds(apiserver)? - apiserver_before,
                 etcd: cpu_seconds(etcd)? - etcd_before,
+                bench: cpu_seconds(std::process::id())? - bench_before,
             });
+            requests = request_delta(&requests_before, &apiserver_requests(&client).await?);
         }
         let quiet = progress
             .lock()
@@ -456,5 +549,6 @@ async fn run(plane: &ControlPlane, expected: usize) -> BenchResult<Figures> {
         rss_at_ready_kib,
         peak_rss_kib,
         cpu: cpu.ok_or("admitted count never reached")?,
+        requests,
     })
 }
