@@ -17,7 +17,7 @@ use kube::{
     },
 };
 use serde::de::DeserializeOwned;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 use crate::api::v1beta2::{
     ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass,
@@ -50,6 +50,7 @@ pub struct Stores {
     pub namespaces: Store<Namespace>,
     pub limit_ranges: Store<LimitRange>,
     changes: broadcast::Sender<Changed>,
+    synced: watch::Receiver<bool>,
 }
 
 /// The watch loops that fill [`Stores`]; run them for as long as the stores are used.
@@ -66,6 +67,7 @@ impl Stores {
     /// Creates the stores and the watch loops that fill them.
     pub fn new(client: &Client) -> (Self, StoreDrivers) {
         let (changes, _) = broadcast::channel(1024);
+        let (synced_tx, synced) = watch::channel(false);
         let mut drivers = Vec::new();
         let stores = Self {
             cluster_queues: watch(client, &changes, Changed::ClusterQueue, &mut drivers),
@@ -83,7 +85,9 @@ impl Stores {
             namespaces: watch(client, &changes, Changed::Namespace, &mut drivers),
             limit_ranges: watch(client, &changes, Changed::LimitRange, &mut drivers),
             changes,
+            synced,
         };
+        drivers.push(Box::pin(mark_synced(stores.clone(), synced_tx)));
         (stores, StoreDrivers(drivers))
     }
 
@@ -92,37 +96,45 @@ impl Stores {
         self.changes.subscribe()
     }
 
-    /// Waits until every store has its initial list, or fails after `timeout`.
+    /// Waits until every store has its initial list, or fails after `timeout`. Any number of
+    /// callers may wait at once (call this, not the stores' own `wait_until_ready`).
     pub async fn wait_until_ready(&self, timeout: Duration) -> Result<(), StoresNotReady> {
-        let all = async {
-            let results = futures::join!(
-                self.cluster_queues.wait_until_ready(),
-                self.local_queues.wait_until_ready(),
-                self.cohorts.wait_until_ready(),
-                self.resource_flavors.wait_until_ready(),
-                self.workload_priority_classes.wait_until_ready(),
-                self.priority_classes.wait_until_ready(),
-                self.workloads.wait_until_ready(),
-                self.namespaces.wait_until_ready(),
-                self.limit_ranges.wait_until_ready(),
-            );
-            let ok = [
-                results.0.is_ok(),
-                results.1.is_ok(),
-                results.2.is_ok(),
-                results.3.is_ok(),
-                results.4.is_ok(),
-                results.5.is_ok(),
-                results.6.is_ok(),
-                results.7.is_ok(),
-                results.8.is_ok(),
-            ];
-            ok.iter().all(|ok| *ok)
-        };
-        match tokio::time::timeout(timeout, all).await {
-            Ok(true) => Ok(()),
+        let mut synced = self.synced.clone();
+        match tokio::time::timeout(timeout, synced.wait_for(|synced| *synced)).await {
+            Ok(Ok(_)) => Ok(()),
             _ => Err(StoresNotReady(timeout)),
         }
+    }
+}
+
+/// Publishes once every store has its initial list. kube's `Store::wait_until_ready` wakes only
+/// the last of several tasks waiting on the same store (the others hang until polled for
+/// another reason), so this is its only caller and everyone else waits on `synced`.
+async fn mark_synced(stores: Stores, synced: watch::Sender<bool>) {
+    let results = futures::join!(
+        stores.cluster_queues.wait_until_ready(),
+        stores.local_queues.wait_until_ready(),
+        stores.cohorts.wait_until_ready(),
+        stores.resource_flavors.wait_until_ready(),
+        stores.workload_priority_classes.wait_until_ready(),
+        stores.priority_classes.wait_until_ready(),
+        stores.workloads.wait_until_ready(),
+        stores.namespaces.wait_until_ready(),
+        stores.limit_ranges.wait_until_ready(),
+    );
+    let all = [
+        results.0.is_ok(),
+        results.1.is_ok(),
+        results.2.is_ok(),
+        results.3.is_ok(),
+        results.4.is_ok(),
+        results.5.is_ok(),
+        results.6.is_ok(),
+        results.7.is_ok(),
+        results.8.is_ok(),
+    ];
+    if all.iter().all(|ok| *ok) {
+        let _ = synced.send(true);
     }
 }
 
@@ -160,4 +172,84 @@ where
         }
     }));
     reader
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::{reflector::store::Writer, watcher::Event};
+
+    /// Stores filled by hand: the writers stand in for the watches.
+    struct HandFed {
+        stores: Stores,
+        init_done: Vec<Box<dyn FnMut()>>,
+    }
+
+    fn fed<K>(init_done: &mut Vec<Box<dyn FnMut()>>) -> Store<K>
+    where
+        K: Resource + Clone + 'static,
+        K::DynamicType: Default + Eq + Hash + Clone,
+    {
+        let (reader, mut writer): (Store<K>, Writer<K>) = reflector::store();
+        init_done.push(Box::new(move || {
+            writer.apply_watcher_event(&Event::InitDone)
+        }));
+        reader
+    }
+
+    fn hand_fed() -> (HandFed, watch::Sender<bool>) {
+        let mut init_done = Vec::new();
+        let (synced_tx, synced) = watch::channel(false);
+        let stores = Stores {
+            cluster_queues: fed(&mut init_done),
+            local_queues: fed(&mut init_done),
+            cohorts: fed(&mut init_done),
+            resource_flavors: fed(&mut init_done),
+            workload_priority_classes: fed(&mut init_done),
+            priority_classes: fed(&mut init_done),
+            workloads: fed(&mut init_done),
+            namespaces: fed(&mut init_done),
+            limit_ranges: fed(&mut init_done),
+            changes: broadcast::channel(1).0,
+            synced,
+        };
+        (HandFed { stores, init_done }, synced_tx)
+    }
+
+    #[tokio::test]
+    async fn every_concurrent_waiter_sees_the_stores_synced() {
+        let (mut fed, synced_tx) = hand_fed();
+        tokio::spawn(mark_synced(fed.stores.clone(), synced_tx));
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let stores = fed.stores.clone();
+                tokio::spawn(async move { stores.wait_until_ready(Duration::from_secs(5)).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+
+        let (last, others) = fed.init_done.split_last_mut().unwrap();
+        for init_done in others {
+            init_done();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(waiters.iter().all(|waiter| !waiter.is_finished()));
+
+        last();
+        for waiter in waiters {
+            let outcome = tokio::time::timeout(Duration::from_secs(1), waiter).await;
+            assert!(matches!(outcome, Ok(Ok(Ok(())))), "{outcome:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn waiting_times_out_while_a_store_has_not_synced() {
+        let (fed, synced_tx) = hand_fed();
+        tokio::spawn(mark_synced(fed.stores.clone(), synced_tx));
+        let outcome = fed.stores.wait_until_ready(Duration::from_millis(50)).await;
+        assert_eq!(
+            outcome.unwrap_err().to_string(),
+            "the watch caches did not sync within 50ms; are the kueue.x-k8s.io CRDs installed?"
+        );
+    }
 }

@@ -293,16 +293,12 @@ fn get_json(harness: &Harness, args: &[&str]) -> Value {
 
 // === tests ===
 
-#[tokio::test]
-async fn jobs_with_a_queue_are_stored_suspended_at_their_own_field() {
-    let harness = harness().await;
-    let ns = harness.cluster.namespace().await;
-    let ns = ns.name();
-    queues(harness, ns, "100").await;
-
+/// A batch Job, a JobSet, a RayJob and an MPIJob named `<kind>-<suffix>` with `labels`, each
+/// with the path of its suspend field.
+fn one_of_each_framework(suffix: &str, labels: &Value) -> Vec<(Value, String, &'static str)> {
     let jobset = json!({
         "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-        "metadata": {"name": "js", "labels": queue_label("team-a")},
+        "metadata": {"name": format!("js-{suffix}"), "labels": labels},
         "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": {
             "parallelism": 1, "completions": 1,
             "template": {"spec": {"restartPolicy": "Never", "containers": [container("1")]}}
@@ -313,7 +309,7 @@ async fn jobs_with_a_queue_are_stored_suspended_at_their_own_field() {
     ]}}});
     let rayjob = json!({
         "apiVersion": "ray.io/v1", "kind": "RayJob",
-        "metadata": {"name": "ray", "labels": queue_label("team-a")},
+        "metadata": {"name": format!("ray-{suffix}"), "labels": labels},
         "spec": {
             "entrypoint": "python -c 'print(1)'",
             "shutdownAfterJobFinishes": true,
@@ -324,30 +320,58 @@ async fn jobs_with_a_queue_are_stored_suspended_at_their_own_field() {
         |cpu: &str| json!({"replicas": 1, "template": {"spec": {"containers": [container(cpu)]}}});
     let mpijob = json!({
         "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
-        "metadata": {"name": "mpi", "labels": queue_label("team-a")},
+        "metadata": {"name": format!("mpi-{suffix}"), "labels": labels},
         "spec": {"mpiReplicaSpecs": {"Launcher": replica("1"), "Worker": replica("2")}}
     });
-    let output = apply(
-        harness,
-        Some(ns),
-        &[
-            batch_job("job", queue_label("team-a"), 1, "1"),
+    vec![
+        (
+            batch_job(&format!("job-{suffix}"), labels.clone(), 1, "1"),
+            format!("job.batch/job-{suffix}"),
+            "/spec/suspend",
+        ),
+        (
             jobset,
+            format!("jobset.jobset.x-k8s.io/js-{suffix}"),
+            "/spec/suspend",
+        ),
+        (
             rayjob,
+            format!("rayjob.ray.io/ray-{suffix}"),
+            "/spec/suspend",
+        ),
+        (
             mpijob,
-        ],
-    );
+            format!("mpijob.kubeflow.org/mpi-{suffix}"),
+            "/spec/runPolicy/suspend",
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn jobs_with_a_queue_are_stored_suspended_at_their_own_field() {
+    let harness = harness().await;
+    let ns = harness.cluster.namespace().await;
+    let ns = ns.name();
+    queues(harness, ns, "100").await;
+
+    let queued = one_of_each_framework("queued", &queue_label("team-a"));
+    // Without a queue name (and manageJobsWithoutQueueName off) they are left alone.
+    let unqueued = one_of_each_framework("plain", &json!({}));
+    let objects: Vec<Value> = queued
+        .iter()
+        .chain(&unqueued)
+        .map(|(object, _, _)| object.clone())
+        .collect();
+    let output = apply(harness, Some(ns), &objects);
     assert!(output.status.success(), "{}", stderr(&output));
 
-    let cases = [
-        ("job.batch/job", "/spec/suspend"),
-        ("jobset.jobset.x-k8s.io/js", "/spec/suspend"),
-        ("rayjob.ray.io/ray", "/spec/suspend"),
-        ("mpijob.kubeflow.org/mpi", "/spec/runPolicy/suspend"),
-    ];
-    for (object, pointer) in cases {
+    for (_, object, pointer) in &queued {
         let stored = get_json(harness, &["-n", ns, object]);
         assert_eq!(stored.pointer(pointer), Some(&json!(true)), "{object}");
+    }
+    for (_, object, pointer) in &unqueued {
+        let stored = get_json(harness, &["-n", ns, object]);
+        assert_ne!(stored.pointer(pointer), Some(&json!(true)), "{object}");
     }
 }
 
