@@ -5,7 +5,7 @@
 use std::{collections::BTreeMap, time::Instant};
 
 use jiff::Timestamp;
-use kuota::admitter::scheduler::{
+use kuota::quota::{
     Decision, Queues, Snapshot, cycle,
     model::{
         ClusterQueue, FlavorQuotas, PodSet, ResourceFlavor, ResourceGroup, ResourceQuota, Workload,

@@ -32,7 +32,7 @@ const LOCAL_QUEUE: &str = "bench-lq";
 const PATHS: [&str; 2] = ["/mutate-batch-v1-job", "/validate-batch-v1-job"];
 
 fn main() -> BenchResult<()> {
-    kuota::webhook::install_crypto_provider();
+    kuota::tls::install_crypto_provider();
     tokio::runtime::Runtime::new()?.block_on(bench())
 }
 

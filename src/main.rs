@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    kuota::webhook::install_crypto_provider();
+    kuota::tls::install_crypto_provider();
     let cli = kuota::cli::Cli::parse();
     if let Err(err) = kuota::telemetry::init(cli.log_format, &cli.log_filter) {
         eprintln!("error: {err}");

@@ -16,7 +16,7 @@ pub enum Error {
     #[error("{0}")]
     Crds(#[from] crds::CrdError),
     #[error("{0}")]
-    Certs(#[from] crate::certs::CertError),
+    Certs(#[from] crate::tls::certs::CertError),
     #[error("{0}")]
     Serve(#[from] crate::serve::ServeError),
     #[error("writing output: {0}")]
@@ -47,7 +47,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             Ok(())
         }
         Command::Certs(args) => {
-            crate::certs::write_dev_certs(&args.out, &args.hosts)?;
+            crate::tls::certs::write_dev_certs(&args.out, &args.hosts)?;
             eprintln!(
                 "wrote ca.crt, tls.crt and tls.key to {}",
                 args.out.display()

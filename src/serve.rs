@@ -17,19 +17,17 @@ use kube::{
 use serde_json::json;
 
 use crate::{
+    admission::{KuotaAdmission, converter, lookup::StoreClusterState, table},
     admitter,
     api::{constants::GROUP, crds},
-    cert_manager::{CertManager, CertManagerConfig},
-    certs::{CA_COMMON_NAME, CA_ORGANIZATION, CertificateAuthority},
     config::Configuration,
     metrics::Metrics,
     stores::Stores,
-    webhook::{
-        self, Readiness, TlsSource, WebhookServerConfig, WebhookState,
-        admission::{KuotaAdmission, converter},
-        configuration,
-        lookup::StoreClusterState,
+    tls::{
+        certs::{CA_COMMON_NAME, CA_ORGANIZATION, CertificateAuthority},
+        manager::{CertManager, CertManagerConfig},
     },
+    webhook::{self, Readiness, TlsSource, WebhookServerConfig, WebhookState},
 };
 
 /// The readiness component set once the reflector stores have synced.
@@ -47,9 +45,9 @@ pub enum ServeError {
     #[error("kubernetes client configuration: {0}")]
     InferConfig(#[from] kube::config::InferConfigError),
     #[error("webhook certificates: {0}")]
-    Certs(#[from] crate::certs::CertError),
+    Certs(#[from] crate::tls::certs::CertError),
     #[error("webhook certificates: {0}")]
-    CertManager(#[from] crate::cert_manager::CertManagerError),
+    CertManager(#[from] crate::tls::manager::CertManagerError),
     #[error("webhook server: {0}")]
     Server(#[from] webhook::ServerError),
     #[error("--webhook-url {0}: {1}")]
@@ -260,8 +258,8 @@ impl OutOfCluster {
     ) -> (MutatingWebhookConfiguration, ValidatingWebhookConfiguration) {
         let client_config = |path: &str| self.client_config(path);
         (
-            configuration::mutating_configuration("kueue-", client_config, &config.namespace),
-            configuration::validating_configuration("kueue-", client_config, &config.namespace),
+            table::mutating_configuration("kueue-", client_config, &config.namespace),
+            table::validating_configuration("kueue-", client_config, &config.namespace),
         )
     }
 

@@ -19,7 +19,7 @@ use kube::{
     core::{ApiResource, DynamicObject},
 };
 use kuota::{
-    admitter::job_controller::run_job_controllers,
+    admitter::jobs::run_job_controllers,
     api::{crds, v1beta2::Workload},
     config::{Configuration, LoadOptions},
     jobs::{JobFramework, PYTORCH_JOB, workload_name},

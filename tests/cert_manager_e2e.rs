@@ -22,15 +22,16 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
-use kuota::cert_manager::{CA_KEY_FILE, CertBundle, CertManager, CertManagerConfig};
-use kuota::certs::{CA_CERT_FILE, TLS_CERT_FILE, TLS_KEY_FILE, inspect_certificate};
-use kuota::metrics::Metrics;
-use kuota::webhook::configuration::{
+use kuota::admission::table::{
     mutating_configuration, service_client_config, validating_configuration,
 };
+use kuota::metrics::Metrics;
+use kuota::tls::certs::{CA_CERT_FILE, TLS_CERT_FILE, TLS_KEY_FILE, inspect_certificate};
+use kuota::tls::manager::{CA_KEY_FILE, CertBundle, CertManager, CertManagerConfig};
+use kuota::tls::{TlsHandle, install_crypto_provider};
 use kuota::webhook::{
-    AdmissionHandler, AdmissionRoute, Readiness, ServerHandle, TlsHandle, TlsSource,
-    WebhookServerConfig, WebhookState, WebhookType, install_crypto_provider, serve,
+    AdmissionHandler, AdmissionRoute, Readiness, ServerHandle, TlsSource, WebhookServerConfig,
+    WebhookState, WebhookType, serve,
 };
 use kuota_cluster::{TestCluster, eventually};
 use pretty_assertions::assert_eq;

@@ -25,7 +25,7 @@ use kube::{
 };
 use kuota::api::constants::QUEUE_NAME_LABEL;
 use kuota::api::v1beta2::{ClusterQueue, LocalQueue, ResourceFlavor, Workload};
-use kuota::jobs::quantity::resource_value;
+use kuota::k8s::quantity::resource_value;
 use kuota_cluster::{KuotaProcess, TestCluster, delete_ignoring_missing, eventually};
 use serde_json::{Value, json};
 

@@ -24,8 +24,9 @@ use kuota::{
     },
     jobs::{
         self, BatchJob, JAX_JOB, JobFramework, JobSet, MPI_JOB, PADDLE_JOB, PYTORCH_JOB,
-        RayCluster, RayJob, TF_JOB, XGBOOST_JOB, quantity::format_quantity, total_requests,
+        RayCluster, RayJob, TF_JOB, XGBOOST_JOB, total_requests,
     },
+    k8s::quantity::format_quantity,
 };
 use kuota_cluster::{KEEP_RUNNING_LABEL, KuotaProcess, TestCluster, TestNamespace, eventually};
 use pretty_assertions::assert_eq;

@@ -19,17 +19,17 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
+use kuota::admission::handler::{KuotaAdmission, converter};
+use kuota::admission::lookup::StoreClusterState;
+use kuota::admission::table::{mutating_configuration, validating_configuration};
 use kuota::api::v1beta2::{ClusterQueue, LocalQueue};
-use kuota::certs::CertificateAuthority;
 use kuota::config::{Configuration, LoadOptions};
 use kuota::metrics::Metrics;
 use kuota::stores::Stores;
-use kuota::webhook::admission::{KuotaAdmission, converter};
-use kuota::webhook::configuration::{mutating_configuration, validating_configuration};
-use kuota::webhook::lookup::StoreClusterState;
+use kuota::tls::certs::CertificateAuthority;
+use kuota::tls::install_crypto_provider;
 use kuota::webhook::{
-    Readiness, ServerHandle, TlsSource, WebhookServerConfig, WebhookState, install_crypto_provider,
-    serve,
+    Readiness, ServerHandle, TlsSource, WebhookServerConfig, WebhookState, serve,
 };
 use kuota_cluster::{TestCluster, eventually, webhook_client};
 use pretty_assertions::assert_eq;

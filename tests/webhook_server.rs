@@ -14,12 +14,12 @@ use axum::body::Body;
 use futures::future::BoxFuture;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
-use kuota::certs::{self, CertificateAuthority, ServingCert};
 use kuota::metrics::Metrics;
+use kuota::tls::TlsError;
+use kuota::tls::certs::{self, CertificateAuthority, ServingCert};
 use kuota::webhook::{
     AdmissionHandler, AdmissionRoute, Converter, Readiness, RequestLimits, ServerError,
-    ServerHandle, TlsError, TlsSource, WebhookServerConfig, WebhookState, WebhookType, router,
-    serve,
+    ServerHandle, TlsSource, WebhookServerConfig, WebhookState, WebhookType, router, serve,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};

@@ -1,22 +1,16 @@
 //! The quota admitter: turns jobs into Workloads, queues them, reserves ClusterQueue quota and
 //! starts the jobs; only the replica holding the leader Lease admits.
 
-pub mod apply;
-pub mod events;
-pub mod job_controller;
-pub mod leader;
-pub mod queue_status;
-pub mod scheduler;
-pub mod scheduling_loop;
-pub mod snapshot;
-pub mod workload_builder;
+pub mod jobs;
+pub mod scheduling;
+pub mod writers;
 
 use std::{future::Future, sync::Arc};
 
 use futures::FutureExt;
 use kube::Client;
 
-pub use scheduling_loop::run_scheduler;
+pub use scheduling::run_scheduler;
 
 use crate::{config::Configuration, metrics::Metrics, stores::Stores};
 
@@ -32,9 +26,9 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()>,
 ) {
-    let identity = leader::default_identity();
+    let identity = crate::k8s::leader::default_identity();
     let election = config.leader_election.clone();
-    leader::lead(client.clone(), &election, identity, shutdown, || {
+    crate::k8s::leader::lead(client.clone(), &election, identity, shutdown, || {
         let (client, config, stores, metrics) = (
             client.clone(),
             config.clone(),
@@ -59,11 +53,10 @@ async fn job_controllers_after_sync(client: Client, config: Arc<Configuration>, 
     let timeout = config
         .controller
         .cache_sync_timeout
-        .unwrap_or(scheduling_loop::DEFAULT_CACHE_SYNC_TIMEOUT);
+        .unwrap_or(scheduling::DEFAULT_CACHE_SYNC_TIMEOUT);
     if let Err(err) = stores.wait_until_ready(timeout).await {
         tracing::error!(%err, "job controllers not started");
         return;
     }
-    job_controller::run_job_controllers(client, config, stores, futures::future::pending().boxed())
-        .await;
+    jobs::run_job_controllers(client, config, stores, futures::future::pending().boxed()).await;
 }

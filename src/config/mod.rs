@@ -19,7 +19,6 @@
 //!   QPS/burst, leader-election timing, names that must be DNS labels.
 //! - Kuota extension `queueReferencePolicy` (see [`QueueReferencePolicy`]).
 
-mod duration;
 mod feature_gates;
 mod field_error;
 mod resolve;
@@ -37,7 +36,7 @@ use std::{
 use k8s_openapi::apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::LabelSelector};
 use kube::core::{Selector, SelectorExt};
 
-pub use duration::{DurationError, GoDuration};
+pub use crate::k8s::duration::{DurationError, GoDuration};
 pub use feature_gates::{Feature, FeatureGateError, FeatureGates, Stage};
 pub use field_error::{FieldError, FieldErrorKind};
 

@@ -13,14 +13,12 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::{
-    duration::GoDuration,
-    v1beta2::{
-        self, AdmissionFairSharing, ClientConnection, Controller, Health, InternalCertManagement,
-        LabelSelector, LeaderElection, Metrics, ObjectRetentionPolicies, RequeuingStrategy,
-        ResourceTransformation, Webhook,
-    },
+use super::v1beta2::{
+    self, AdmissionFairSharing, ClientConnection, Controller, Health, InternalCertManagement,
+    LabelSelector, LeaderElection, Metrics, ObjectRetentionPolicies, RequeuingStrategy,
+    ResourceTransformation, Webhook,
 };
+use crate::k8s::duration::GoDuration;
 
 /// `waitForPodsReady.timeout` when v1beta1 enables waiting without a timeout.
 const DEFAULT_PODS_READY_TIMEOUT: GoDuration = GoDuration::from_mins(5);

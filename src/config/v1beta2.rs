@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::{api::resource::Quantity, apis::meta::v1 as meta};
 use serde::Deserialize;
 
-use super::duration::GoDuration;
+use crate::k8s::duration::GoDuration;
 
 /// The whole file.
 #[derive(Clone, Debug, Default, Deserialize)]

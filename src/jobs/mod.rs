@@ -17,7 +17,6 @@ mod workload_name;
 pub mod job;
 pub mod jobset;
 pub mod podset;
-pub mod quantity;
 pub mod ray;
 pub mod raycluster;
 pub mod rayjob;
@@ -172,7 +171,7 @@ pub enum JobError {
     },
     /// A resource quantity that does not parse.
     #[error(transparent)]
-    Quantity(#[from] quantity::QuantityError),
+    Quantity(#[from] crate::k8s::quantity::QuantityError),
     /// More PodSets than a Workload can hold.
     #[error("the job has {count} PodSets, at most {max} are allowed", max = MAX_POD_SETS)]
     TooManyPodSets {

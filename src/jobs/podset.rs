@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde::de::Error as _;
 use serde_json::{Map, Value};
 
-use super::quantity::parse_nano;
 use super::{JobError, json};
+use crate::k8s::quantity::parse_nano;
 
 /// Most PodSets a Workload can hold (Kueue `MaxPodSets`, CRD `maxItems`).
 pub const MAX_POD_SETS: usize = 18;

@@ -8,8 +8,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde_json::Value;
 
 use super::podset::PodSet;
-use super::quantity::parse_nano;
 use super::{FieldError, JobError, MAX_POD_SETS, json};
+use crate::k8s::quantity::parse_nano;
 
 /// Name of the head group's PodSet (reserved: no worker group may use it).
 pub const HEAD_POD_SET: &str = "head";

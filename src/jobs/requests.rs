@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{Container, LimitRange, PodSpec, ResourceRequire
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::podset::PodSet;
-use super::quantity::{QuantityError, nano_to_value, parse_nano};
+use crate::k8s::quantity::{QuantityError, nano_to_value, parse_nano};
 
 /// Resource name → amount in the canonical unit (milli-cores for cpu, base units otherwise).
 pub type Requests = BTreeMap<String, i64>;

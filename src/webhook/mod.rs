@@ -6,17 +6,10 @@
 //! [`AdmissionHandler`] (which also lists the paths it serves) and, for `/convert`, by a
 //! [`Converter`].
 
-pub mod admission;
-pub mod capacity;
-pub mod configuration;
 pub mod health;
-pub mod jobs;
-pub mod kueue;
-pub mod lookup;
 pub mod review;
 pub mod router;
 pub mod server;
-pub mod tls;
 
 use std::fmt::Display;
 use std::sync::Arc;
@@ -29,7 +22,6 @@ use serde_json::Value;
 pub use health::{Readiness, WEBHOOK_COMPONENT, health_router};
 pub use router::{CONVERT_PATH, RequestLimits, WebhookState, router};
 pub use server::{ServerError, ServerHandle, TlsSource, WebhookServerConfig, serve};
-pub use tls::{TlsError, TlsHandle, install_crypto_provider};
 
 /// Whether a webhook may change the object (mutating) or only accept or reject it (validating).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

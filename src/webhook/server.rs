@@ -13,7 +13,7 @@ use tracing::{info, warn};
 
 use super::health::{Readiness, WEBHOOK_COMPONENT, health_router};
 use super::router::{WebhookState, router};
-use super::tls::{self, TlsError, TlsHandle};
+use crate::tls::serving::{self as tls, TlsError, TlsHandle};
 
 /// Where the serving certificate comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]

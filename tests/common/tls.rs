@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Once};
 
-use kuota::certs::CertificateAuthority;
+use kuota::tls::certs::CertificateAuthority;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, RootCertStore, SupportedProtocolVersion};
@@ -20,7 +20,7 @@ pub const SERVER_NAME: &str = "localhost";
 pub fn setup() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        kuota::webhook::install_crypto_provider();
+        kuota::tls::install_crypto_provider();
         let _ = tracing_subscriber::fmt()
             .with_env_filter(
                 tracing_subscriber::EnvFilter::try_from_default_env()

@@ -1,0 +1,1041 @@
+//! Tests of the job reconcile decisions, the status changes and the patch helpers.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::runtime::events::EventType;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::status;
+use super::*;
+use crate::admitter::jobs::workload_builder::tests::{
+    JobBuilder, NOW, UID, WorkloadBuilder, at, condition, flavors, now,
+};
+use crate::admitter::jobs::workload_builder::{PodPriorityClass, PriorityClasses, PriorityError};
+use crate::api::v1beta2::{RequeueState, Workload, WorkloadStatus};
+use crate::config::LoadOptions;
+use crate::jobs::{BatchJob, JobFramework, PYTORCH_JOB};
+
+fn settings() -> JobSettings {
+    let config = Configuration::from_defaults(&LoadOptions::default()).expect("defaults");
+    JobSettings {
+        wait_for_pods_ready: None,
+        ..JobSettings::from_config(&config)
+    }
+}
+
+fn settings_waiting_for_pods() -> JobSettings {
+    let config = Configuration::from_defaults(&LoadOptions::default()).expect("defaults");
+    JobSettings::from_config(&config)
+}
+
+fn namespace_labels() -> BTreeMap<String, String> {
+    BTreeMap::from([("kubernetes.io/metadata.name".to_string(), "ns".to_string())])
+}
+
+/// The inputs of one decision, with defaults for everything but the job.
+struct Case<'a> {
+    framework: &'a dyn JobFramework,
+    job: Value,
+    workload: Option<Workload>,
+    parent: Parent,
+    namespace_labels: Option<BTreeMap<String, String>>,
+    priority_classes: PriorityClasses,
+    settings: JobSettings,
+}
+
+impl<'a> Case<'a> {
+    fn new(framework: &'a dyn JobFramework, job: Value) -> Self {
+        Case {
+            framework,
+            job,
+            workload: None,
+            parent: Parent::None,
+            namespace_labels: Some(namespace_labels()),
+            priority_classes: PriorityClasses::default(),
+            settings: settings(),
+        }
+    }
+
+    fn batch(job: JobBuilder) -> Self {
+        Case::new(&BatchJob, job.build())
+    }
+
+    fn workload(mut self, workload: Workload) -> Self {
+        self.workload = Some(workload);
+        self
+    }
+
+    fn decide(&self) -> Result<JobAction, DecisionError> {
+        let flavors = flavors();
+        reconcile_decision(&JobInput {
+            framework: self.framework,
+            job: &self.job,
+            namespace_labels: self.namespace_labels.as_ref(),
+            parent: self.parent,
+            workload: self.workload.as_ref(),
+            flavors: &flavors,
+            priority_classes: &self.priority_classes,
+            settings: &self.settings,
+            now: now(),
+        })
+    }
+
+    fn action(&self) -> JobAction {
+        self.decide().expect("a decision")
+    }
+}
+
+fn event(reason: &str, note: &str) -> Option<JobEvent> {
+    Some(JobEvent {
+        type_: EventType::Normal,
+        reason: reason.to_string(),
+        note: note.to_string(),
+    })
+}
+
+fn workload_of(job: &Value) -> WorkloadBuilder {
+    WorkloadBuilder::for_job(&BatchJob, job)
+}
+
+fn status_of(action: JobAction) -> WorkloadStatus {
+    match action {
+        JobAction::PatchWorkloadStatus { status, .. } => *status,
+        other => panic!("expected a status write, got {other:?}"),
+    }
+}
+
+fn patched_job(action: JobAction) -> (Value, Option<JobEvent>) {
+    match action {
+        JobAction::PatchJob { job, event } => (*job, event),
+        other => panic!("expected a job patch, got {other:?}"),
+    }
+}
+
+const EVICTED_MESSAGE: &str = "Preempted to accommodate a workload (UID: u2, JobUID: j2) due to prioritization in the ClusterQueue";
+
+fn evicted() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    condition(
+        "Evicted",
+        "True",
+        "Preempted",
+        EVICTED_MESSAGE,
+        "2025-06-01T11:30:00Z",
+    )
+}
+
+/// The admitted batch Job as the decision starts it.
+fn started(job: &Value) -> Value {
+    JobBuilder(job.clone())
+        .suspend(false)
+        .set(
+            "/spec/template/metadata/labels",
+            json!({
+                "app": "sample",
+                "kueue.x-k8s.io/podset": "main",
+                "kueue.x-k8s.io/local-queue-name": "lq",
+                "kueue.x-k8s.io/cluster-queue-name": "cq",
+            }),
+        )
+        .set("/spec/template/spec/nodeSelector", json!({"instance-type": "on-demand"}))
+        .set(
+            "/spec/template/spec/tolerations",
+            json!([{"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}]),
+        )
+        .build()
+}
+
+// === Which jobs are managed ===
+
+#[test]
+fn only_selected_jobs_are_managed() {
+    let without_queue = || {
+        JobBuilder::batch()
+            .set("/metadata/labels", json!({}))
+            .build()
+    };
+    let cases: Vec<(&str, Case, bool)> = vec![
+        (
+            "a job with a queue name",
+            Case::batch(JobBuilder::batch()),
+            true,
+        ),
+        (
+            "a job without a queue name",
+            Case::new(&BatchJob, without_queue()),
+            false,
+        ),
+        (
+            "a job without a queue name with manageJobsWithoutQueueName",
+            Case {
+                settings: JobSettings {
+                    manage_jobs_without_queue_name: true,
+                    ..settings()
+                },
+                ..Case::new(&BatchJob, without_queue())
+            },
+            true,
+        ),
+        (
+            "a job in kube-system",
+            Case {
+                namespace_labels: Some(BTreeMap::from([(
+                    "kubernetes.io/metadata.name".to_string(),
+                    "kube-system".to_string(),
+                )])),
+                ..Case::batch(JobBuilder::batch())
+            },
+            false,
+        ),
+        (
+            "a job in a namespace not known",
+            Case {
+                namespace_labels: None,
+                ..Case::batch(JobBuilder::batch())
+            },
+            false,
+        ),
+        (
+            "a job whose owner is gone",
+            Case {
+                parent: Parent::Missing,
+                ..Case::batch(JobBuilder::batch())
+            },
+            false,
+        ),
+        (
+            "a job with a queue name under an unmanaged owner",
+            Case {
+                parent: Parent::Unmanaged,
+                ..Case::batch(JobBuilder::batch())
+            },
+            true,
+        ),
+    ];
+    for (name, case, managed) in cases {
+        let action = case.action();
+        assert_eq!(
+            matches!(action, JobAction::CreateWorkload(_)),
+            managed,
+            "{name}: {action:?}"
+        );
+        if !managed {
+            assert_eq!(action, JobAction::Ignore, "{name}");
+        }
+    }
+}
+
+#[test]
+fn a_child_of_a_managed_job_runs_only_while_its_parent_is_admitted() {
+    let running_child = || {
+        JobBuilder::batch()
+            .set("/metadata/labels", json!({}))
+            .suspend(false)
+    };
+    let child = Case {
+        parent: Parent::Managed {
+            workload_admitted: false,
+        },
+        ..Case::batch(running_child())
+    };
+    assert_eq!(
+        child.action(),
+        JobAction::PatchJob {
+            job: Box::new(running_child().suspend(true).build()),
+            event: event("Suspended", "Kueue managed child job suspended"),
+        }
+    );
+    let admitted_parent = Case {
+        parent: Parent::Managed {
+            workload_admitted: true,
+        },
+        ..Case::batch(running_child())
+    };
+    assert_eq!(admitted_parent.action(), JobAction::Ignore);
+}
+
+// === Creating the Workload ===
+
+#[test]
+fn a_suspended_job_gets_its_workload() {
+    let job = JobBuilder::batch().build();
+    let expected = workload_of(&job).build();
+    let JobAction::CreateWorkload(created) = Case::new(&BatchJob, job).action() else {
+        panic!("expected a Workload to be created");
+    };
+    // The builder's fixture only adds what the API server would.
+    let mut created = *created;
+    created.metadata.generation = Some(1);
+    created.metadata.resource_version = Some("11".to_string());
+    assert_eq!(created, expected);
+}
+
+#[test]
+fn a_running_job_without_workload_is_stopped_before_one_is_created() {
+    let running = JobBuilder::batch().suspend(false).build();
+    let (stopping, event_) = patched_job(Case::new(&BatchJob, running.clone()).action());
+    assert_eq!(
+        stopping,
+        JobBuilder(running)
+            .suspend(true)
+            .annotation("kueue.x-k8s.io/stopping", "true")
+            .build()
+    );
+    assert_eq!(
+        event_,
+        event(
+            "Stopped",
+            "Missing Workload; unable to restore pod templates"
+        )
+    );
+
+    let still_terminating = JobBuilder::batch().set("/status/active", json!(1)).build();
+    assert_eq!(
+        Case::new(&BatchJob, still_terminating).action(),
+        JobAction::Nothing
+    );
+}
+
+#[test]
+fn a_missing_priority_class_holds_the_workload_back() {
+    let job = JobBuilder::batch()
+        .label("kueue.x-k8s.io/priority-class", "urgent")
+        .build();
+    assert_eq!(
+        Case::new(&BatchJob, job).action(),
+        JobAction::MissingPriorityClass(PriorityError::WorkloadPriorityClassNotFound(
+            "urgent".to_string()
+        ))
+    );
+}
+
+#[test]
+fn a_new_workload_priority_class_label_reaches_the_workload() {
+    let job = JobBuilder::batch().build();
+    let workload = workload_of(&job).build();
+    let relabelled = JobBuilder(job)
+        .label("kueue.x-k8s.io/priority-class", "high")
+        .build();
+    let case = Case {
+        priority_classes: PriorityClasses {
+            workload: BTreeMap::from([("high".to_string(), 1000)]),
+            pod: BTreeMap::from([(
+                "ignored".to_string(),
+                PodPriorityClass {
+                    value: 5,
+                    global_default: true,
+                },
+            )]),
+        },
+        ..Case::new(&BatchJob, relabelled).workload(workload.clone())
+    };
+    let mut spec = workload.spec.clone();
+    spec.priority_class_ref =
+        Some(crate::api::v1beta2::PriorityClassRef::workload_priority_class("high"));
+    spec.priority = Some(1000);
+    assert_eq!(
+        case.action(),
+        JobAction::UpdateWorkloadSpec {
+            spec: Box::new(spec),
+            event: event(
+                "UpdatedWorkload",
+                "Updated workload priority class: ns/job-sample-4742f"
+            ),
+        }
+    );
+}
+
+#[test]
+fn a_workload_holding_quota_keeps_its_priority_source() {
+    let job = JobBuilder::batch().build();
+    let admitted = workload_of(&job).admitted().build();
+    let relabelled = JobBuilder(started(&job))
+        .label("kueue.x-k8s.io/priority-class", "high")
+        .build();
+    let case = Case {
+        priority_classes: PriorityClasses {
+            workload: BTreeMap::from([("high".to_string(), 1000)]),
+            pod: BTreeMap::new(),
+        },
+        ..Case::new(&BatchJob, relabelled).workload(admitted)
+    };
+    assert_eq!(case.action(), JobAction::Nothing);
+}
+
+// === A Workload that no longer matches ===
+
+#[test]
+fn a_changed_suspended_job_updates_its_pending_workload_in_place() {
+    let job = JobBuilder::batch().build();
+    let workload = workload_of(&job).build();
+    let bigger = JobBuilder(job)
+        .set("/spec/parallelism", json!(3))
+        .set("/spec/completions", json!(3))
+        .build();
+    let JobAction::UpdateWorkloadSpec { spec, event: note } =
+        Case::new(&BatchJob, bigger).workload(workload).action()
+    else {
+        panic!("expected an update");
+    };
+    assert_eq!(spec.pod_sets[0].count, 3);
+    assert_eq!(spec.priority, Some(0));
+    assert_eq!(
+        note,
+        event(
+            "UpdatedWorkload",
+            "Updated not matching Workload for suspended job: ns/job-sample-4742f"
+        )
+    );
+}
+
+#[test]
+fn a_changed_job_with_reserved_quota_replaces_its_workload() {
+    let job = JobBuilder::batch().build();
+    let admitted = workload_of(&job).admitted().build();
+    let bigger = JobBuilder(job)
+        .set("/spec/parallelism", json!(3))
+        .set("/spec/completions", json!(3))
+        .build();
+    assert_eq!(
+        Case::new(&BatchJob, bigger).workload(admitted).action(),
+        JobAction::DeleteWorkload {
+            event: JobEvent {
+                type_: EventType::Normal,
+                reason: "DeletedWorkload".to_string(),
+                note: "Deleted not matching Workload: ns/job-sample-4742f".to_string(),
+            }
+        }
+    );
+}
+
+// === Finishing ===
+
+#[test]
+fn a_finished_job_finishes_its_workload() {
+    let job = JobBuilder::batch().build();
+    let admitted = workload_of(&job).admitted().build();
+    let cases = [
+        (
+            "Complete",
+            "Succeeded",
+            "Reached expected number of succeeded pods",
+        ),
+        (
+            "Failed",
+            "Failed",
+            "Job has reached the specified backoff limit",
+        ),
+    ];
+    for (job_condition, reason, message) in cases {
+        let finished = JobBuilder(job.clone())
+            .suspend(false)
+            .set(
+                "/status/conditions",
+                json!([{"type": job_condition, "status": "True", "message": message}]),
+            )
+            .build();
+        let status = status_of(
+            Case::new(&BatchJob, finished)
+                .workload(admitted.clone())
+                .action(),
+        );
+        let finished_condition = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Finished")
+            .expect("Finished condition");
+        assert_eq!(
+            finished_condition,
+            &condition("Finished", "True", reason, message, NOW),
+            "{job_condition}"
+        );
+        assert_eq!(
+            status.admission,
+            admitted.status.as_ref().and_then(|s| s.admission.clone())
+        );
+    }
+}
+
+#[test]
+fn a_finished_workload_lets_go_of_its_finalizer_once() {
+    let job = JobBuilder::batch().suspend(false).build();
+    let finished = workload_of(&job)
+        .admitted()
+        .condition(condition("Finished", "True", "Succeeded", "", NOW))
+        .build();
+    assert_eq!(
+        Case::new(&BatchJob, job.clone())
+            .workload(finished.clone())
+            .action(),
+        JobAction::RemoveFinalizer {
+            event: event(
+                "FinishedWorkload",
+                "Workload 'ns/job-sample-4742f' is declared finished"
+            ),
+        }
+    );
+    let mut released = finished;
+    released.metadata.finalizers = None;
+    assert_eq!(
+        Case::new(&BatchJob, job).workload(released).action(),
+        JobAction::Nothing
+    );
+}
+
+#[test]
+fn a_deleted_job_or_workload_releases_the_finalizer() {
+    let job = JobBuilder::batch()
+        .set("/metadata/deletionTimestamp", json!(NOW))
+        .build();
+    let workload = workload_of(&job).admitted().build();
+    assert_eq!(
+        Case::new(&BatchJob, job).workload(workload).action(),
+        JobAction::RemoveFinalizer { event: None }
+    );
+
+    let running = JobBuilder::batch().suspend(false).build();
+    let mut deleting = workload_of(&running).admitted().build();
+    deleting.metadata.deletion_timestamp = Some(at(NOW));
+    let (stopping, note) = patched_job(
+        Case::new(&BatchJob, running.clone())
+            .workload(deleting.clone())
+            .action(),
+    );
+    assert_eq!(stopping["spec"]["suspend"], json!(true));
+    assert_eq!(note, event("Stopped", "Workload is deleted"));
+    assert_eq!(
+        Case::new(&BatchJob, JobBuilder::batch().build())
+            .workload(deleting)
+            .action(),
+        JobAction::RemoveFinalizer { event: None }
+    );
+}
+
+// === Starting ===
+
+#[test]
+fn an_admitted_job_starts_with_its_flavor() {
+    let job = JobBuilder::batch().build();
+    let admitted = workload_of(&job).admitted().build();
+    assert_eq!(
+        Case::new(&BatchJob, job.clone())
+            .workload(admitted)
+            .action(),
+        JobAction::PatchJob {
+            job: Box::new(started(&job)),
+            event: event("Started", "Admitted by clusterQueue cq"),
+        }
+    );
+}
+
+#[test]
+fn an_admitted_pytorch_job_starts_every_replica_type() {
+    let job = JobBuilder::pytorch().build();
+    let admitted = WorkloadBuilder::for_job(&PYTORCH_JOB, &job)
+        .admitted()
+        .build();
+    let (running, note) = patched_job(Case::new(&PYTORCH_JOB, job).workload(admitted).action());
+    assert_eq!(running["spec"]["runPolicy"]["suspend"], json!(false));
+    for (replica, pod_set) in [("Master", "master"), ("Worker", "worker")] {
+        let template = &running["spec"]["pytorchReplicaSpecs"][replica]["template"];
+        assert_eq!(
+            template["spec"]["nodeSelector"],
+            json!({"instance-type": "on-demand"})
+        );
+        assert_eq!(
+            template["metadata"]["labels"]["kueue.x-k8s.io/podset"],
+            json!(pod_set)
+        );
+    }
+    assert_eq!(note, event("Started", "Admitted by clusterQueue cq"));
+}
+
+#[test]
+fn an_admission_that_cannot_apply_fails_to_start() {
+    let job = JobBuilder::batch()
+        .set(
+            "/spec/template/spec/nodeSelector",
+            json!({"instance-type": "spot"}),
+        )
+        .build();
+    let admitted = workload_of(&job).admitted().build();
+    let status = status_of(Case::new(&BatchJob, job).workload(admitted).action());
+    let finished = status.conditions.iter().find(|c| c.type_ == "Finished");
+    assert_eq!(
+        finished,
+        Some(&condition(
+            "Finished",
+            "True",
+            "FailedToStart",
+            "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for key=instance-type, value1=spot, value2=on-demand",
+            NOW,
+        ))
+    );
+}
+
+#[test]
+fn an_admission_with_an_uncached_flavor_is_retried() {
+    let job = JobBuilder::batch().build();
+    let mut admitted = workload_of(&job).admitted().build();
+    if let Some(admission) = admitted.status.as_mut().and_then(|s| s.admission.as_mut()) {
+        admission.pod_set_assignments[0]
+            .flavors
+            .insert("cpu".to_string(), "reserved".to_string());
+    }
+    let error = Case::new(&BatchJob, job)
+        .workload(admitted)
+        .decide()
+        .expect_err("retry");
+    assert_eq!(error.to_string(), r#"ResourceFlavor "reserved" not found"#);
+}
+
+#[test]
+fn a_queue_change_of_a_pending_job_moves_its_workload() {
+    let job = JobBuilder::batch().build();
+    let workload = workload_of(&job).build();
+    let moved = JobBuilder(job)
+        .label("kueue.x-k8s.io/queue-name", "other")
+        .build();
+    let mut spec = workload.spec.clone();
+    spec.queue_name = Some("other".to_string());
+    assert_eq!(
+        Case::new(&BatchJob, moved).workload(workload).action(),
+        JobAction::UpdateWorkloadSpec {
+            spec: Box::new(spec),
+            event: None
+        }
+    );
+}
+
+// === Stopping ===
+
+#[test]
+fn a_running_job_without_admission_is_stopped() {
+    let job = JobBuilder::batch().build();
+    let pending = workload_of(&job).build();
+    let running = JobBuilder(job).suspend(false).build();
+    let (_, note) = patched_job(Case::new(&BatchJob, running).workload(pending).action());
+    assert_eq!(note, event("Stopped", "Not admitted by cluster queue"));
+}
+
+#[test]
+fn an_evicted_batch_job_is_stopped_in_kueues_three_steps() {
+    let job = JobBuilder::batch().build();
+    let evicted_workload = workload_of(&job).admitted().condition(evicted()).build();
+    let running = JobBuilder(started(&job))
+        .set("/status/startTime", json!("2025-06-01T11:01:00Z"))
+        .set("/status/active", json!(2))
+        .build();
+    let decide = |job: &Value| {
+        Case::new(&BatchJob, job.clone())
+            .workload(evicted_workload.clone())
+            .action()
+    };
+
+    // 1. Suspend and mark as stopping.
+    let (stopping, note) = patched_job(decide(&running));
+    assert_eq!(
+        stopping,
+        JobBuilder(running.clone())
+            .suspend(true)
+            .annotation("kueue.x-k8s.io/stopping", "true")
+            .build()
+    );
+    assert_eq!(note, event("Stopped", EVICTED_MESSAGE));
+
+    // 2. Clear the start time so the template may change.
+    assert_eq!(decide(&stopping), JobAction::ClearJobStartTime);
+
+    // 3. Restore the template exactly and drop the annotation.
+    let mut no_start_time = stopping.clone();
+    no_start_time["status"]
+        .as_object_mut()
+        .expect("status")
+        .remove("startTime");
+    let (restored, note) = patched_job(decide(&no_start_time));
+    let mut expected = JobBuilder(job.clone())
+        .set("/status/active", json!(2))
+        .set("/metadata/annotations", json!({}))
+        .build();
+    expected["spec"]["suspend"] = json!(true);
+    assert_eq!(restored, expected);
+    assert_eq!(note, None);
+
+    // 4. While pods are left, wait; then release the quota.
+    assert_eq!(decide(&restored), JobAction::Nothing);
+    let mut gone = restored.clone();
+    gone["status"] = json!({});
+    let status = status_of(decide(&gone));
+    let mut expected = evicted_workload.status.clone().expect("status");
+    expected.admission = None;
+    expected.accumulated_past_execution_time_seconds = Some(3600);
+    expected.conditions = vec![
+        condition("QuotaReserved", "False", "Pending", EVICTED_MESSAGE, NOW),
+        condition(
+            "Admitted",
+            "False",
+            "NoReservation",
+            "The workload has no reservation",
+            NOW,
+        ),
+        evicted(),
+        condition("Requeued", "True", "Preempted", EVICTED_MESSAGE, NOW),
+    ];
+    assert_eq!(status, expected);
+}
+
+#[test]
+fn an_evicted_pytorch_job_is_suspended_and_restored_in_one_patch() {
+    let job = JobBuilder::pytorch().build();
+    let evicted_workload = WorkloadBuilder::for_job(&PYTORCH_JOB, &job)
+        .admitted()
+        .condition(evicted())
+        .build();
+    let admitted = WorkloadBuilder::for_job(&PYTORCH_JOB, &job)
+        .admitted()
+        .build();
+    let (running, _) = patched_job(
+        Case::new(&PYTORCH_JOB, job.clone())
+            .workload(admitted)
+            .action(),
+    );
+    let (stopped, note) = patched_job(
+        Case::new(&PYTORCH_JOB, running)
+            .workload(evicted_workload)
+            .action(),
+    );
+    // The templates are back as they were; only their emptied `metadata` maps remain.
+    let restored = JobBuilder(job)
+        .set(
+            "/spec/pytorchReplicaSpecs/Master/template/metadata",
+            json!({}),
+        )
+        .set(
+            "/spec/pytorchReplicaSpecs/Worker/template/metadata",
+            json!({}),
+        )
+        .build();
+    assert_eq!(stopped, restored);
+    assert_eq!(note, event("Stopped", EVICTED_MESSAGE));
+}
+
+#[test]
+fn an_evicted_workload_without_quota_waits_for_readmission() {
+    let job = JobBuilder::batch().build();
+    let requeued = workload_of(&job)
+        .condition(evicted())
+        .condition(condition(
+            "QuotaReserved",
+            "False",
+            "Pending",
+            EVICTED_MESSAGE,
+            NOW,
+        ))
+        .condition(condition(
+            "Requeued",
+            "True",
+            "Preempted",
+            EVICTED_MESSAGE,
+            NOW,
+        ))
+        .build();
+    assert_eq!(
+        Case::new(&BatchJob, job).workload(requeued).action(),
+        JobAction::Nothing
+    );
+}
+
+// === Reclaimable pods ===
+
+#[test]
+fn finished_pods_of_a_running_job_become_reclaimable() {
+    let job = JobBuilder::batch()
+        .set("/spec/parallelism", json!(3))
+        .set("/spec/completions", json!(4))
+        .build();
+    let admitted = workload_of(&job).admitted().build();
+    let running = JobBuilder(started(&job))
+        .set("/status/succeeded", json!(2))
+        .build();
+    let status = status_of(Case::new(&BatchJob, running).workload(admitted).action());
+    assert_eq!(
+        status.reclaimable_pods,
+        vec![crate::api::v1beta2::ReclaimablePod {
+            name: "main".to_string(),
+            count: 1
+        }]
+    );
+}
+
+// === waitForPodsReady ===
+
+#[test]
+fn pods_ready_follows_the_job() {
+    let job = JobBuilder::batch().build();
+    let admitted = workload_of(&job).admitted().build();
+    let running = started(&job);
+    let ready = JobBuilder(running.clone())
+        .set("/status/ready", json!(2))
+        .build();
+    let waiting =
+        |condition_now: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
+         job: &Value| {
+            let mut workload = admitted.clone();
+            if let Some(c) = condition_now {
+                workload = WorkloadBuilder(workload).condition(c).build();
+            }
+            Case {
+                settings: settings_waiting_for_pods(),
+                ..Case::new(&BatchJob, job.clone()).workload(workload)
+            }
+            .action()
+        };
+    let pods_ready = |action: JobAction| {
+        status_of(action)
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == "PodsReady")
+            .expect("PodsReady")
+    };
+    let not_ready = "Not all pods are ready or succeeded";
+    let all_ready = "All pods reached readiness and the workload is running";
+    assert_eq!(
+        pods_ready(waiting(None, &running)),
+        condition("PodsReady", "False", "WaitForStart", not_ready, NOW)
+    );
+    assert_eq!(
+        pods_ready(waiting(None, &ready)),
+        condition("PodsReady", "True", "Started", all_ready, NOW)
+    );
+    let was_ready = condition(
+        "PodsReady",
+        "True",
+        "Started",
+        all_ready,
+        "2025-06-01T11:10:00Z",
+    );
+    assert_eq!(
+        pods_ready(waiting(Some(was_ready.clone()), &running)),
+        condition(
+            "PodsReady",
+            "False",
+            "WaitForRecovery",
+            "At least one pod has failed, waiting for recovery",
+            NOW
+        )
+    );
+    assert_eq!(waiting(Some(was_ready), &ready), JobAction::Nothing);
+    let recovering = condition(
+        "PodsReady",
+        "False",
+        "WaitForRecovery",
+        "",
+        "2025-06-01T11:50:00Z",
+    );
+    assert_eq!(
+        pods_ready(waiting(Some(recovering), &ready)),
+        condition("PodsReady", "True", "Recovered", all_ready, NOW)
+    );
+}
+
+#[test]
+fn pods_not_ready_in_time_evict_the_workload_with_backoff() {
+    let job = JobBuilder::batch().build();
+    let waiting_since = |admitted_at: &str| {
+        workload_of(&job)
+            .admitted()
+            .condition(condition(
+                "Admitted",
+                "True",
+                "Admitted",
+                "The workload is admitted",
+                admitted_at,
+            ))
+            .condition(condition(
+                "PodsReady",
+                "False",
+                "WaitForStart",
+                "Not all pods are ready or succeeded",
+                admitted_at,
+            ))
+            .build()
+    };
+    let decide = |workload: Workload| {
+        Case {
+            settings: settings_waiting_for_pods(),
+            ..Case::new(&BatchJob, started(&job)).workload(workload)
+        }
+        .action()
+    };
+    // Admitted 20 minutes ago with the default 30 minute timeout.
+    assert_eq!(
+        decide(waiting_since("2025-06-01T11:40:00Z")),
+        JobAction::RequeueAfter(Duration::from_secs(600))
+    );
+    let JobAction::PatchWorkloadStatus {
+        status,
+        workload_event,
+        ..
+    } = decide(waiting_since("2025-06-01T11:20:00Z"))
+    else {
+        panic!("expected an eviction");
+    };
+    let message = "Exceeded the PodsReady timeout ns/job-sample-4742f";
+    assert!(status.conditions.contains(&condition(
+        "Evicted",
+        "True",
+        "PodsReadyTimeout",
+        message,
+        NOW
+    )));
+    assert_eq!(
+        status.requeue_state,
+        Some(RequeueState {
+            count: Some(1),
+            requeue_at: Some(at("2025-06-01T12:01:00Z")),
+        })
+    );
+    let evictions = status.scheduling_stats.expect("stats").evictions;
+    assert_eq!(
+        (
+            evictions[0].reason.as_str(),
+            evictions[0].underlying_cause.as_str(),
+            evictions[0].count
+        ),
+        ("PodsReadyTimeout", "WaitForStart", 1)
+    );
+    assert_eq!(
+        workload_event,
+        event("EvictedDueToPodsReadyTimeout", message)
+    );
+}
+
+#[test]
+fn the_requeue_backoff_ends_with_backoff_finished() {
+    let job = JobBuilder::batch().build();
+    let backing_off = |requeue_at: &str| {
+        let mut workload = workload_of(&job)
+            .condition(condition(
+                "Evicted",
+                "True",
+                "PodsReadyTimeout",
+                "timeout",
+                NOW,
+            ))
+            .condition(condition(
+                "Requeued",
+                "False",
+                "PodsReadyTimeout",
+                "timeout",
+                NOW,
+            ))
+            .build();
+        workload.status.get_or_insert_default().requeue_state = Some(RequeueState {
+            count: Some(1),
+            requeue_at: Some(at(requeue_at)),
+        });
+        Case::new(&BatchJob, job.clone())
+            .workload(workload)
+            .action()
+    };
+    assert_eq!(
+        backing_off("2025-06-01T12:00:45Z"),
+        JobAction::RequeueAfter(Duration::from_secs(45))
+    );
+    let status = status_of(backing_off("2025-06-01T11:59:00Z"));
+    assert_eq!(
+        status.requeue_state,
+        Some(RequeueState {
+            count: Some(1),
+            requeue_at: None
+        })
+    );
+    assert!(status.conditions.contains(&condition(
+        "Requeued",
+        "True",
+        "BackoffFinished",
+        "The workload backoff was finished",
+        NOW
+    )));
+}
+
+#[test]
+fn requeue_backoff_doubles_up_to_the_cap() {
+    let cases = [(1, 60), (2, 120), (3, 240), (7, 3600), (40, 3600), (0, 60)];
+    for (count, seconds) in cases {
+        assert_eq!(
+            status::requeue_backoff(count, 60, 3600),
+            Duration::from_secs(seconds),
+            "count {count}"
+        );
+    }
+}
+
+// === Status helpers and patches ===
+
+#[test]
+fn set_condition_moves_the_transition_time_only_with_the_status() {
+    let mut status = WorkloadStatus {
+        conditions: vec![condition(
+            "PodsReady",
+            "False",
+            "WaitForStart",
+            "a",
+            "2025-06-01T10:00:00Z",
+        )],
+        ..WorkloadStatus::default()
+    };
+    let unchanged_status = condition("PodsReady", "False", "WaitForRecovery", "b", NOW);
+    assert!(status::set_condition(&mut status, unchanged_status));
+    assert_eq!(
+        status.conditions,
+        vec![condition(
+            "PodsReady",
+            "False",
+            "WaitForRecovery",
+            "b",
+            "2025-06-01T10:00:00Z"
+        )]
+    );
+    assert!(!status::set_condition(
+        &mut status,
+        condition("PodsReady", "False", "WaitForRecovery", "b", NOW)
+    ));
+    assert!(status::set_condition(
+        &mut status,
+        condition("PodsReady", "True", "Started", "c", NOW)
+    ));
+    assert_eq!(status.conditions[0].last_transition_time, Time(now()));
+}
+
+#[test]
+fn merge_diff_nulls_what_was_removed() {
+    let old = json!({"admission": {"clusterQueue": "cq"}, "conditions": [1, 2], "same": {"a": 1}});
+    let new = json!({"conditions": [1], "same": {"a": 1}, "requeueState": {"count": 1}});
+    assert_eq!(
+        merge_diff(&old, &new),
+        json!({"admission": null, "conditions": [1], "requeueState": {"count": 1}})
+    );
+}
+
+#[test]
+fn job_patches_are_guarded_by_the_resource_version() {
+    let job = JobBuilder::batch().build();
+    let started = JobBuilder(job.clone()).suspend(false).build();
+    assert_eq!(
+        serde_json::to_value(guarded_patch(&job, &started)).expect("json"),
+        json!([
+            {"op": "test", "path": "/metadata/resourceVersion", "value": "7"},
+            {"op": "replace", "path": "/spec/suspend", "value": false},
+        ])
+    );
+}
+
+#[test]
+fn the_job_uid_matches_the_owner_reference() {
+    let job = JobBuilder::batch().build();
+    let workload = workload_of(&job).build();
+    assert!(is_controlled_by(&workload, UID));
+    assert!(!is_controlled_by(&workload, "other"));
+}

@@ -1,0 +1,333 @@
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+use crate::admitter::fixtures::{cluster_queue, flavor, local_queue, namespace, ts, workload};
+use crate::admitter::scheduling::cluster_state::{Holder, convert};
+
+fn state(workloads: Vec<api::Workload>) -> ClusterState {
+    ClusterState {
+        resource_flavors: vec![Arc::new(flavor("default"))],
+        namespaces: vec![Arc::new(namespace("ns", json!({})))],
+        local_queues: vec![Arc::new(local_queue("ns", "lq", "cq"))],
+        cluster_queues: vec![Arc::new(
+            cluster_queue("cq")
+                .group(&["cpu"], &[("default", &[("cpu", "2")])])
+                .build(),
+        )],
+        workloads: workloads.into_iter().map(Arc::new).collect(),
+        ..ClusterState::default()
+    }
+}
+
+fn pending(name: &str, created: i64) -> api::Workload {
+    workload("ns", name)
+        .queue("lq")
+        .created(created)
+        .pod_set("main", 1, json!({"cpu": "1"}))
+        .build()
+}
+
+fn objects(state: &ClusterState) -> HashMap<String, Arc<api::Workload>> {
+    state
+        .workloads
+        .iter()
+        .map(|workload| (workload_key(workload), Arc::clone(workload)))
+        .collect()
+}
+
+/// One scheduling pass as the loop runs it, without the API: returns the admitted keys.
+fn pass(state: &ClusterState, overlay: &mut Overlay, queues: &mut Queues, now: i64) -> Vec<String> {
+    overlay.reconcile(&objects(state));
+    let mut converted = convert(state, &ConversionOptions::default());
+    overlay.apply(&mut converted);
+    let snapshot = converted.snapshot(SchedulerConfig::default(), ts(now));
+    for pending in &converted.pending {
+        queues.push(pending.workload.clone());
+    }
+    let mut admitted = Vec::new();
+    for decision in cycle(&snapshot, queues) {
+        if let Decision::Admit {
+            workload,
+            admission,
+        } = decision
+        {
+            let uid = format!("uid-{}", workload.trim_start_matches("ns/"));
+            overlay.admit(&workload, &uid, admission, ts(now));
+            admitted.push(workload);
+        }
+    }
+    admitted
+}
+
+#[test]
+fn admissions_the_store_has_not_shown_yet_still_use_quota() {
+    let lagging = state(vec![pending("a", 1), pending("b", 2), pending("c", 3)]);
+    let mut overlay = Overlay::default();
+    let mut queues = Queues::new();
+    assert_eq!(
+        pass(&lagging, &mut overlay, &mut queues, 10),
+        vec!["ns/a", "ns/b"]
+    );
+    // The store still shows all three pending: the next cycles admit nothing more.
+    assert_eq!(
+        pass(&lagging, &mut overlay, &mut queues, 11),
+        Vec::<String>::new()
+    );
+    queues.requeue_inadmissible(
+        &convert(&lagging, &ConversionOptions::default())
+            .snapshot(SchedulerConfig::default(), ts(12)),
+        RequeueScope::All,
+    );
+    assert_eq!(
+        pass(&lagging, &mut overlay, &mut queues, 12),
+        Vec::<String>::new()
+    );
+
+    // The store catches up: the overlay empties and usage comes from the store.
+    let admitted = |name: &str, created: i64| {
+        workload("ns", name)
+            .queue("lq")
+            .created(created)
+            .pod_set("main", 1, json!({"cpu": "1"}))
+            .admission(
+                "cq",
+                json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}, "count": 1}]),
+            )
+            .build()
+    };
+    let caught_up = state(vec![admitted("a", 1), admitted("b", 2), pending("c", 3)]);
+    assert_eq!(
+        pass(&caught_up, &mut overlay, &mut queues, 13),
+        Vec::<String>::new()
+    );
+    assert!(overlay.is_empty());
+}
+
+#[test]
+fn overlay_moves_admitted_workloads_and_marks_evicted_ones() {
+    let holder_object = workload("ns", "running")
+        .queue("lq")
+        .pod_set("main", 1, json!({"cpu": "1"}))
+        .admission(
+            "cq",
+            json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}, "count": 1}]),
+        )
+        .build();
+    let state = state(vec![pending("new", 1), holder_object]);
+    let mut converted = convert(&state, &ConversionOptions::default());
+    converted.local_queue_drains = vec!["ns/running".to_owned()];
+    let admission = model::Admission {
+        cluster_queue: "cq".to_owned(),
+        pod_set_assignments: Vec::new(),
+    };
+    let mut overlay = Overlay::default();
+    overlay.admit("ns/new", "uid-new", admission.clone(), ts(50));
+    overlay.evict("ns/running", "uid-running");
+    overlay.apply(&mut converted);
+
+    assert_eq!(converted.pending, vec![]);
+    assert_eq!(converted.local_queue_drains, Vec::<String>::new());
+    let holder = |key: &str| -> &Holder {
+        converted
+            .holders
+            .iter()
+            .find(|holder| holder.workload.key == key)
+            .expect("holder")
+    };
+    assert!(holder("ns/running").workload.evicted);
+    let new = holder("ns/new");
+    assert_eq!(new.workload.admission, Some(admission));
+    assert_eq!(new.workload.quota_reserved_at, Some(ts(50)));
+    assert!(new.admitted);
+    assert_eq!(new.local_queue, Some(LocalQueueRef::new("ns", "lq")));
+}
+
+#[test]
+fn overlay_entries_end_when_the_store_shows_the_write() {
+    let admission = model::Admission {
+        cluster_queue: "cq".to_owned(),
+        pod_set_assignments: Vec::new(),
+    };
+    let entry = |overlay: &mut Overlay, written: Option<&str>| {
+        overlay.admit("ns/wl", "uid-wl", admission.clone(), ts(1));
+        overlay.admission_written("ns/wl", written.map(str::to_owned));
+    };
+    let plain = workload("ns", "wl").resource_version("10");
+    let cases = [
+        ("not written, store unchanged", plain.build(), None, false),
+        (
+            "written, store older",
+            workload("ns", "wl").resource_version("10").build(),
+            Some("11"),
+            false,
+        ),
+        (
+            "written, store caught up",
+            workload("ns", "wl").resource_version("11").build(),
+            Some("11"),
+            true,
+        ),
+        (
+            "written, store newer",
+            workload("ns", "wl").resource_version("12").build(),
+            Some("11"),
+            true,
+        ),
+        (
+            "store shows an admission",
+            workload("ns", "wl").admission("cq", json!([])).build(),
+            None,
+            true,
+        ),
+        (
+            "finished",
+            workload("ns", "wl")
+                .condition("Finished", "True", "Succeeded", "", 1)
+                .build(),
+            None,
+            true,
+        ),
+        ("recreated", workload("ns", "other").build(), None, true),
+    ];
+    for (name, object, written, gone) in cases {
+        let mut overlay = Overlay::default();
+        entry(&mut overlay, written);
+        let mut objects = HashMap::new();
+        let mut object = object;
+        // "recreated": same key, another UID.
+        object.metadata.name = Some("wl".to_owned());
+        objects.insert("ns/wl".to_owned(), Arc::new(object));
+        overlay.reconcile(&objects);
+        assert_eq!(overlay.is_empty(), gone, "{name}");
+    }
+
+    let mut overlay = Overlay::default();
+    entry(&mut overlay, None);
+    overlay.reconcile(&HashMap::new());
+    assert!(overlay.is_empty(), "deleted workloads leave the overlay");
+
+    let mut overlay = Overlay::default();
+    overlay.evict("ns/wl", "uid-wl");
+    let holding = workload("ns", "wl").admission("cq", json!([])).build();
+    let mut objects = HashMap::from([("ns/wl".to_owned(), Arc::new(holding))]);
+    overlay.reconcile(&objects);
+    assert!(!overlay.is_empty(), "eviction not shown yet");
+    objects.insert(
+        "ns/wl".to_owned(),
+        Arc::new(
+            workload("ns", "wl")
+                .admission("cq", json!([]))
+                .condition("Evicted", "True", "Preempted", "", 1)
+                .build(),
+        ),
+    );
+    overlay.reconcile(&objects);
+    assert!(overlay.is_empty(), "eviction shown");
+}
+
+fn observed(converted: &Converted) -> Observed {
+    Observed::of(converted)
+}
+
+#[test]
+fn changes_that_may_free_capacity_requeue_parked_workloads() {
+    let admitted = |name: &str, cpu: &str| {
+        workload("ns", name)
+            .queue("lq")
+            .pod_set("main", 1, json!({"cpu": cpu}))
+            .admission(
+                "cq",
+                json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": cpu}, "count": 1}]),
+            )
+            .build()
+    };
+    let base = state(vec![admitted("a", "1"), admitted("b", "1")]);
+    let before = observed(&convert(&base, &ConversionOptions::default()));
+    let with = |change: &dyn Fn(&mut ClusterState)| {
+        let mut changed = base.clone();
+        change(&mut changed);
+        observed(&convert(&changed, &ConversionOptions::default()))
+    };
+    let cq = |name: &str| Requeue::ClusterQueue(name.to_owned());
+
+    assert_eq!(before.requeues(&before), BTreeSet::new(), "nothing changed");
+    assert_eq!(
+        before.requeues(&with(&|s| s.workloads.truncate(1))),
+        BTreeSet::from([cq("cq")]),
+        "a holder left"
+    );
+    assert_eq!(
+        before.requeues(&with(&|s| s.workloads[1] = Arc::new(admitted("b", "500m")))),
+        BTreeSet::from([cq("cq")]),
+        "a holder uses less"
+    );
+    assert_eq!(
+        before.requeues(&with(&|s| s.workloads.push(Arc::new(admitted("c", "1"))))),
+        BTreeSet::new(),
+        "more usage frees nothing"
+    );
+    assert_eq!(
+        before.requeues(&with(&|s| s
+            .resource_flavors
+            .push(Arc::new(flavor("spot"))))),
+        BTreeSet::from([Requeue::All])
+    );
+    assert_eq!(
+        before.requeues(&with(&|s| {
+            s.cluster_queues = vec![Arc::new(
+                cluster_queue("cq")
+                    .cohort("team")
+                    .group(&["cpu"], &[("default", &[("cpu", "3")])])
+                    .build(),
+            )];
+        })),
+        BTreeSet::from([cq("cq")])
+    );
+    let cohort: api::Cohort =
+        serde_json::from_value(json!({"metadata": {"name": "team"}, "spec": {}})).unwrap();
+    assert_eq!(
+        before.requeues(&with(&|s| s.cohorts.push(Arc::new(cohort.clone())))),
+        BTreeSet::from([Requeue::Cohort("team".to_owned())])
+    );
+    assert_eq!(
+        before.requeues(&with(&|s| {
+            s.cluster_queues
+                .push(Arc::new(cluster_queue("new").build()));
+        })),
+        BTreeSet::from([cq("new")])
+    );
+}
+
+#[test]
+fn refused_admissions_back_off_exponentially() {
+    let mut backoff = Backoff::default();
+    backoff.failed("ns/wl", ts(100));
+    assert!(backoff.is_waiting("ns/wl", ts(100)));
+    assert!(!backoff.is_waiting("ns/wl", ts(101)));
+    assert_eq!(backoff.next_retry(ts(100)), Some(ts(101)));
+    backoff.failed("ns/wl", ts(101));
+    assert_eq!(backoff.next_retry(ts(101)), Some(ts(103)));
+    for _ in 0..10 {
+        backoff.failed("ns/wl", ts(200));
+    }
+    assert_eq!(
+        backoff.next_retry(ts(200)),
+        Some(ts(260)),
+        "capped at a minute"
+    );
+    backoff.succeeded("ns/wl");
+    assert!(!backoff.is_waiting("ns/wl", ts(200)));
+    assert_eq!(backoff.next_retry(ts(200)), None);
+}
+
+#[test]
+fn resource_versions_compare_numerically() {
+    let at = |version: &str| workload("ns", "wl").resource_version(version).build();
+    assert!(reflects(&at("100"), Some("99")));
+    assert!(reflects(&at("100"), Some("100")));
+    assert!(!reflects(&at("99"), Some("100")));
+    assert!(!reflects(&at("99"), None));
+    assert!(reflects(&at("opaque"), Some("opaque")));
+    assert!(!reflects(&at("opaque"), Some("other")));
+}

@@ -1,0 +1,449 @@
+//! `status` of ClusterQueues and LocalQueues, as Kueue's queue controllers write it: pending,
+//! reserving and admitted workload counts, the usage of quota holders per flavor and resource,
+//! and the `Active` condition.
+//!
+//! The scheduling loop computes the desired statuses after each cycle ([`desired_statuses`],
+//! pure) and hands them to [`write_statuses`], which patches only the queues whose status
+//! differs from what the store shows, at most once per [`MIN_WRITE_INTERVAL`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::join_all;
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, Client, ResourceExt};
+use serde::Serialize;
+use tokio::sync::watch;
+
+use crate::admitter::scheduling::cluster_state::{Holder, LocalQueueRef, missing_flavors};
+use crate::admitter::writers::workload_status::{merge_patch, new_condition, set_condition};
+use crate::api::constants::{condition, reason};
+use crate::api::v1beta2 as api;
+use crate::k8s::quantity::format_quantity;
+use crate::quota::model::{FlavorResource, Quantity};
+use crate::stores::Stores;
+
+/// Shortest time between two rounds of status writes; changes in between are coalesced.
+pub const MIN_WRITE_INTERVAL: Duration = Duration::from_millis(500);
+/// Wait before writing again after a failed write.
+const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
+
+/// Counts and usage of the workloads holding quota in one queue.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueUsage {
+    /// Workloads holding quota.
+    pub reserving: i32,
+    /// Of those, the admitted ones.
+    pub admitted: i32,
+    /// Quota reserved by all holders.
+    pub reserved: BTreeMap<FlavorResource, Quantity>,
+    /// Quota reserved by admitted workloads.
+    pub in_use: BTreeMap<FlavorResource, Quantity>,
+}
+
+impl QueueUsage {
+    fn add(&mut self, holder: &Holder) {
+        let usage = holder
+            .workload
+            .admission
+            .as_ref()
+            .map(|admission| admission.usage())
+            .unwrap_or_default();
+        self.reserving += 1;
+        add_all(&mut self.reserved, &usage);
+        if holder.admitted {
+            self.admitted += 1;
+            add_all(&mut self.in_use, &usage);
+        }
+    }
+}
+
+fn add_all(
+    total: &mut BTreeMap<FlavorResource, Quantity>,
+    usage: &BTreeMap<FlavorResource, Quantity>,
+) {
+    for (fr, value) in usage {
+        let entry = total.entry(fr.clone()).or_insert(0);
+        *entry = entry.saturating_add(*value);
+    }
+}
+
+/// Usage per ClusterQueue and per LocalQueue.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Usages {
+    /// By ClusterQueue name.
+    pub cluster_queues: BTreeMap<String, QueueUsage>,
+    /// By LocalQueue.
+    pub local_queues: BTreeMap<LocalQueueRef, QueueUsage>,
+}
+
+/// Adds up the quota holders per queue.
+pub fn usages(holders: &[Holder]) -> Usages {
+    let mut usages = Usages::default();
+    for holder in holders {
+        let Some(admission) = &holder.workload.admission else {
+            continue;
+        };
+        usages
+            .cluster_queues
+            .entry(admission.cluster_queue.clone())
+            .or_default()
+            .add(holder);
+        if let Some(local_queue) = &holder.local_queue {
+            usages
+                .local_queues
+                .entry(local_queue.clone())
+                .or_default()
+                .add(holder);
+        }
+    }
+    usages
+}
+
+/// Why a ClusterQueue admits nothing, or `None` when it is active: (reason, message).
+pub fn inactive_reason(
+    cluster_queue: &api::ClusterQueue,
+    flavors: &BTreeSet<String>,
+) -> Option<(&'static str, String)> {
+    if cluster_queue.metadata.deletion_timestamp.is_some() {
+        return Some((
+            reason::TERMINATING,
+            "Can't admit new workloads; clusterQueue is terminating".to_owned(),
+        ));
+    }
+    let mut reasons = Vec::new();
+    let mut messages = Vec::new();
+    if cluster_queue
+        .spec
+        .stop_policy
+        .is_some_and(|policy| policy != api::StopPolicy::None)
+    {
+        reasons.push(reason::STOPPED);
+        messages.push("is stopped".to_owned());
+    }
+    let missing = missing_flavors(cluster_queue, flavors);
+    if !missing.is_empty() {
+        reasons.push(reason::FLAVOR_NOT_FOUND);
+        messages.push(format!(
+            "references missing ResourceFlavor(s): {}",
+            missing.join(",")
+        ));
+    }
+    let first = reasons.first()?;
+    Some((
+        first,
+        format!("Can't admit new workloads: {}.", messages.join(", ")),
+    ))
+}
+
+/// The `status` label of `kueue_cluster_queue_status`.
+pub fn cluster_queue_metric_status(
+    cluster_queue: &api::ClusterQueue,
+    flavors: &BTreeSet<String>,
+) -> &'static str {
+    if cluster_queue.metadata.deletion_timestamp.is_some() {
+        "terminated"
+    } else if inactive_reason(cluster_queue, flavors).is_some() {
+        "pending"
+    } else {
+        "active"
+    }
+}
+
+/// Every (flavor, resource) the queue declares, flavors in order, resources sorted by name.
+fn declared(cluster_queue: &api::ClusterQueue) -> Vec<(String, Vec<String>)> {
+    cluster_queue
+        .spec
+        .resource_groups
+        .iter()
+        .flat_map(|group| {
+            let mut resources = group.covered_resources.clone();
+            resources.sort();
+            group
+                .flavors
+                .iter()
+                .map(move |flavor| (flavor.name.clone(), resources.clone()))
+        })
+        .collect()
+}
+
+fn nominal(cluster_queue: &api::ClusterQueue, fr: &FlavorResource) -> Quantity {
+    cluster_queue
+        .spec
+        .resource_groups
+        .iter()
+        .flat_map(|group| &group.flavors)
+        .filter(|flavor| flavor.name == fr.flavor)
+        .flat_map(|flavor| &flavor.resources)
+        .find(|quota| quota.name == fr.resource)
+        .and_then(|quota| {
+            crate::k8s::quantity::resource_value(&fr.resource, &quota.nominal_quota).ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Kueue's `getUsage`: per declared flavor and resource, the total and (in a cohort) what
+/// exceeds the nominal quota.
+fn flavor_usage(
+    cluster_queue: &api::ClusterQueue,
+    usage: &BTreeMap<FlavorResource, Quantity>,
+) -> Vec<api::FlavorUsage> {
+    let in_cohort = cluster_queue
+        .spec
+        .cohort_name
+        .as_deref()
+        .is_some_and(|cohort| !cohort.is_empty());
+    declared(cluster_queue)
+        .into_iter()
+        .map(|(flavor, resources)| api::FlavorUsage {
+            resources: resources
+                .into_iter()
+                .map(|resource| {
+                    let fr = FlavorResource::new(&flavor, &resource);
+                    let used = usage.get(&fr).copied().unwrap_or(0);
+                    let borrowed = if in_cohort {
+                        used.saturating_sub(nominal(cluster_queue, &fr)).max(0)
+                    } else {
+                        0
+                    };
+                    api::ResourceUsage {
+                        total: Some(format_quantity(&resource, used)),
+                        borrowed: Some(format_quantity(&resource, borrowed)),
+                        name: resource,
+                    }
+                })
+                .collect(),
+            name: flavor,
+        })
+        .collect()
+}
+
+/// Kueue's `filterLocalQueueUsage`: per flavor and resource of the ClusterQueue, the total.
+fn local_flavor_usage(
+    cluster_queue: &api::ClusterQueue,
+    usage: &BTreeMap<FlavorResource, Quantity>,
+) -> Vec<api::LocalQueueFlavorUsage> {
+    declared(cluster_queue)
+        .into_iter()
+        .map(|(flavor, resources)| api::LocalQueueFlavorUsage {
+            resources: resources
+                .into_iter()
+                .map(|resource| {
+                    let used = usage
+                        .get(&FlavorResource::new(&flavor, &resource))
+                        .copied()
+                        .unwrap_or(0);
+                    api::LocalQueueResourceUsage {
+                        total: Some(format_quantity(&resource, used)),
+                        name: resource,
+                    }
+                })
+                .collect(),
+            name: flavor,
+        })
+        .collect()
+}
+
+fn active_condition(
+    conditions: &[Condition],
+    active: Result<&str, (&str, &str)>,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Vec<Condition> {
+    let mut conditions = conditions.to_vec();
+    let new = match active {
+        Ok(message) => new_condition(condition::ACTIVE, true, reason::READY).message(message),
+        Err((inactive_reason, message)) => {
+            new_condition(condition::ACTIVE, false, inactive_reason).message(message)
+        }
+    };
+    set_condition(&mut conditions, new.generation(generation), now);
+    conditions
+}
+
+/// What a ClusterQueue's status is computed from.
+#[derive(Clone, Debug)]
+pub struct ClusterQueueFacts<'a> {
+    /// Names of the existing ResourceFlavors.
+    pub flavors: &'a BTreeSet<String>,
+    /// Its quota holders.
+    pub usage: &'a QueueUsage,
+    /// Workloads waiting in it (active and inadmissible).
+    pub pending: i32,
+    /// `fairSharing.weightedShare`, when fair sharing is on.
+    pub weighted_share: Option<i64>,
+}
+
+/// The status a ClusterQueue should have; conditions keep their transition times while their
+/// status holds.
+pub fn cluster_queue_status(
+    cluster_queue: &api::ClusterQueue,
+    facts: &ClusterQueueFacts<'_>,
+    now: Timestamp,
+) -> api::ClusterQueueStatus {
+    let current = cluster_queue.status.clone().unwrap_or_default();
+    let inactive = inactive_reason(cluster_queue, facts.flavors);
+    let active = match &inactive {
+        None => Ok("Can admit new workloads"),
+        Some((inactive_reason, message)) => Err((*inactive_reason, message.as_str())),
+    };
+    api::ClusterQueueStatus {
+        conditions: active_condition(
+            &current.conditions,
+            active,
+            cluster_queue.metadata.generation,
+            now,
+        ),
+        flavors_reservation: flavor_usage(cluster_queue, &facts.usage.reserved),
+        flavors_usage: flavor_usage(cluster_queue, &facts.usage.in_use),
+        pending_workloads: facts.pending,
+        reserving_workloads: facts.usage.reserving,
+        admitted_workloads: facts.usage.admitted,
+        fair_sharing: facts
+            .weighted_share
+            .map(|weighted_share| api::FairSharingStatus { weighted_share }),
+    }
+}
+
+/// What a LocalQueue's status is computed from.
+#[derive(Clone, Debug)]
+pub struct LocalQueueFacts<'a> {
+    /// Its ClusterQueue, if it exists, and whether that queue is active.
+    pub cluster_queue: Option<(&'a api::ClusterQueue, bool)>,
+    /// Its quota holders.
+    pub usage: &'a QueueUsage,
+    /// Its workloads waiting for quota.
+    pub pending: i32,
+}
+
+/// The status a LocalQueue should have; fields Kuota does not manage keep their values.
+pub fn local_queue_status(
+    local_queue: &api::LocalQueue,
+    facts: &LocalQueueFacts<'_>,
+    now: Timestamp,
+) -> api::LocalQueueStatus {
+    let current = local_queue.status.clone().unwrap_or_default();
+    const CANNOT_SUBMIT: &str = "Can't submit new workloads to clusterQueue";
+    let stopped = local_queue
+        .spec
+        .stop_policy
+        .is_some_and(|policy| policy != api::StopPolicy::None);
+    let active = match facts.cluster_queue {
+        _ if stopped => Err((reason::STOPPED, "LocalQueue is stopped")),
+        None => Err((reason::CLUSTER_QUEUE_DOES_NOT_EXIST, CANNOT_SUBMIT)),
+        Some((_, false)) => Err((reason::CLUSTER_QUEUE_IS_INACTIVE, CANNOT_SUBMIT)),
+        Some((_, true)) => Ok("Can submit new workloads to localQueue"),
+    };
+    let (flavors_reservation, flavors_usage) = match facts.cluster_queue {
+        Some((cluster_queue, _)) => (
+            local_flavor_usage(cluster_queue, &facts.usage.reserved),
+            local_flavor_usage(cluster_queue, &facts.usage.in_use),
+        ),
+        None => (Vec::new(), Vec::new()),
+    };
+    api::LocalQueueStatus {
+        conditions: active_condition(
+            &current.conditions,
+            active,
+            local_queue.metadata.generation,
+            now,
+        ),
+        pending_workloads: facts.pending,
+        reserving_workloads: facts.usage.reserving,
+        admitted_workloads: facts.usage.admitted,
+        flavors_reservation,
+        flavors_usage,
+        fair_sharing: current.fair_sharing,
+    }
+}
+
+/// The statuses every queue should have.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DesiredStatuses {
+    /// By ClusterQueue name.
+    pub cluster_queues: BTreeMap<String, api::ClusterQueueStatus>,
+    /// By LocalQueue.
+    pub local_queues: BTreeMap<LocalQueueRef, api::LocalQueueStatus>,
+}
+
+/// Patches queues whose status in the store differs from the desired one, each time the
+/// desired statuses change (at most once per [`MIN_WRITE_INTERVAL`]), until `desired` closes.
+pub async fn write_statuses(
+    client: Client,
+    stores: Stores,
+    mut desired: watch::Receiver<DesiredStatuses>,
+) {
+    let mut retry = false;
+    loop {
+        if retry {
+            tokio::select! {
+                changed = desired.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep(RETRY_AFTER_FAILURE) => {}
+            }
+        } else if desired.changed().await.is_err() {
+            return;
+        }
+        let statuses = desired.borrow_and_update().clone();
+        retry = !write_round(&client, &stores, &statuses).await;
+        tokio::time::sleep(MIN_WRITE_INTERVAL).await;
+    }
+}
+
+/// Writes every differing status concurrently; returns whether all writes succeeded.
+async fn write_round(client: &Client, stores: &Stores, statuses: &DesiredStatuses) -> bool {
+    let cluster_queues = statuses.cluster_queues.iter().filter_map(|(name, status)| {
+        let current = stores.cluster_queues.get(&ObjectRef::new(name))?;
+        let patch = status_patch(current.status.as_ref(), status)?;
+        let api: Api<api::ClusterQueue> = Api::all(client.clone());
+        Some(write_one(api, name.clone(), patch).boxed())
+    });
+    let local_queues = statuses.local_queues.iter().filter_map(|(queue, status)| {
+        let current = stores
+            .local_queues
+            .get(&ObjectRef::new(&queue.name).within(&queue.namespace))?;
+        let patch = status_patch(current.status.as_ref(), status)?;
+        let api: Api<api::LocalQueue> = Api::namespaced(client.clone(), &queue.namespace);
+        Some(write_one(api, current.name_any(), patch).boxed())
+    });
+    let results = join_all(cluster_queues.chain(local_queues)).await;
+    results.into_iter().all(|ok| ok)
+}
+
+/// The merge patch from `current` to `desired`, `None` when they are equal.
+fn status_patch<S: Serialize + PartialEq + Default>(
+    current: Option<&S>,
+    desired: &S,
+) -> Option<serde_json::Value> {
+    let default = S::default();
+    let current = current.unwrap_or(&default);
+    if current == desired {
+        return None;
+    }
+    let old = serde_json::to_value(current).ok()?;
+    let new = serde_json::to_value(desired).ok()?;
+    Some(serde_json::json!({ "status": merge_patch(&old, &new) }))
+}
+
+async fn write_one<K>(api: Api<K>, name: String, patch: serde_json::Value) -> bool
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => true,
+        Err(kube::Error::Api(status)) if status.code == 404 => true,
+        Err(error) => {
+            tracing::warn!(%error, queue = name, "cannot write queue status");
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,335 @@
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+use crate::admitter::fixtures::{
+    cluster_queue, condition as api_condition, local_queue, stopped_local_queue, ts,
+};
+use crate::quota::model;
+
+fn holder(
+    key: &str,
+    cluster_queue: &str,
+    queue: Option<&str>,
+    cpu: Quantity,
+    admitted: bool,
+) -> Holder {
+    let mut workload = model::Workload::new(key, cluster_queue, ts(1));
+    workload.admission = Some(model::Admission {
+        cluster_queue: cluster_queue.to_owned(),
+        pod_set_assignments: vec![model::PodSetAssignment {
+            name: "main".to_owned(),
+            flavors: BTreeMap::from([("cpu".to_owned(), "default".to_owned())]),
+            resource_usage: BTreeMap::from([("cpu".to_owned(), cpu)]),
+            count: 1,
+        }],
+    });
+    Holder {
+        workload,
+        local_queue: queue.map(|name| LocalQueueRef::new("ns", name)),
+        admitted,
+    }
+}
+
+fn cpu(value: Quantity) -> BTreeMap<FlavorResource, Quantity> {
+    BTreeMap::from([(FlavorResource::new("default", "cpu"), value)])
+}
+
+#[test]
+fn usage_adds_up_holders_per_queue() {
+    let usages = usages(&[
+        holder("ns/a", "cq", Some("lq"), 2000, true),
+        holder("ns/b", "cq", Some("lq"), 1000, false),
+        holder("ns/c", "cq", Some("other"), 500, true),
+        holder("ns/d", "cq-2", None, 300, true),
+    ]);
+    assert_eq!(
+        usages.cluster_queues["cq"],
+        QueueUsage {
+            reserving: 3,
+            admitted: 2,
+            reserved: cpu(3500),
+            in_use: cpu(2500),
+        }
+    );
+    assert_eq!(
+        usages.local_queues[&LocalQueueRef::new("ns", "lq")],
+        QueueUsage {
+            reserving: 2,
+            admitted: 1,
+            reserved: cpu(3000),
+            in_use: cpu(2000),
+        }
+    );
+    assert_eq!(usages.cluster_queues["cq-2"].reserving, 1);
+    assert_eq!(usages.local_queues.len(), 2);
+}
+
+fn flavors(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|name| (*name).to_owned()).collect()
+}
+
+#[test]
+fn cluster_queue_status_reports_counts_usage_and_borrowing() {
+    let cq = cluster_queue("cq")
+        .cohort("all")
+        .group(
+            &["memory", "cpu"],
+            &[
+                ("default", &[("memory", "1Gi"), ("cpu", "2")]),
+                ("spot", &[("memory", "1Gi"), ("cpu", "2")]),
+            ],
+        )
+        .build();
+    let usage = QueueUsage {
+        reserving: 3,
+        admitted: 2,
+        reserved: cpu(3500),
+        in_use: cpu(1500),
+    };
+    let facts = ClusterQueueFacts {
+        flavors: &flavors(&["default", "spot"]),
+        usage: &usage,
+        pending: 4,
+        weighted_share: Some(250),
+    };
+    let status = cluster_queue_status(&cq, &facts, ts(100));
+    let usage = |cpu_total: &str, cpu_borrowed: &str| {
+        json!([
+            {"name": "default", "resources": [
+                {"name": "cpu", "total": cpu_total, "borrowed": cpu_borrowed},
+                {"name": "memory", "total": "0", "borrowed": "0"},
+            ]},
+            {"name": "spot", "resources": [
+                {"name": "cpu", "total": "0", "borrowed": "0"},
+                {"name": "memory", "total": "0", "borrowed": "0"},
+            ]},
+        ])
+    };
+    assert_eq!(
+        serde_json::to_value(&status).unwrap(),
+        json!({
+            "conditions": [{
+                "type": "Active", "status": "True", "reason": "Ready",
+                "message": "Can admit new workloads", "observedGeneration": 1,
+                "lastTransitionTime": crate::admitter::fixtures::rfc3339(100),
+            }],
+            "flavorsReservation": usage("3500m", "1500m"),
+            "flavorsUsage": usage("1500m", "0"),
+            "pendingWorkloads": 4,
+            "reservingWorkloads": 3,
+            "admittedWorkloads": 2,
+            "fairSharing": {"weightedShare": 250},
+        })
+    );
+
+    let alone = cluster_queue("alone")
+        .group(&["cpu"], &[("default", &[("cpu", "1")])])
+        .build();
+    let status = cluster_queue_status(&alone, &facts, ts(100));
+    assert_eq!(
+        serde_json::to_value(&status.flavors_reservation).unwrap(),
+        json!([{"name": "default", "resources": [{"name": "cpu", "total": "3500m", "borrowed": "0"}]}]),
+        "a queue without a cohort never reports borrowing"
+    );
+}
+
+#[test]
+fn inactive_cluster_queues_say_why() {
+    let flavor_set = flavors(&["default"]);
+    let group = |builder: crate::admitter::fixtures::ClusterQueueBuilder| {
+        builder.group(
+            &["cpu"],
+            &[
+                ("default", &[("cpu", "1")]),
+                ("x", &[("cpu", "1")]),
+                ("y", &[("cpu", "1")]),
+            ],
+        )
+    };
+    let cases = [
+        (
+            group(cluster_queue("cq")).build(),
+            Some((
+                "FlavorNotFound",
+                "Can't admit new workloads: references missing ResourceFlavor(s): x,y.",
+            )),
+            "pending",
+        ),
+        (
+            group(cluster_queue("cq"))
+                .spec("stopPolicy", json!("Hold"))
+                .build(),
+            Some((
+                "Stopped",
+                "Can't admit new workloads: is stopped, references missing ResourceFlavor(s): x,y.",
+            )),
+            "pending",
+        ),
+        (
+            cluster_queue("cq")
+                .spec("stopPolicy", json!("HoldAndDrain"))
+                .build(),
+            Some(("Stopped", "Can't admit new workloads: is stopped.")),
+            "pending",
+        ),
+        (
+            cluster_queue("cq").deleting().build(),
+            Some((
+                "Terminating",
+                "Can't admit new workloads; clusterQueue is terminating",
+            )),
+            "terminated",
+        ),
+        (
+            cluster_queue("cq")
+                .spec("stopPolicy", json!("None"))
+                .build(),
+            None,
+            "active",
+        ),
+    ];
+    for (cq, want, metric) in cases {
+        let got = inactive_reason(&cq, &flavor_set);
+        assert_eq!(
+            got.as_ref()
+                .map(|(reason, message)| (*reason, message.as_str())),
+            want
+        );
+        assert_eq!(cluster_queue_metric_status(&cq, &flavor_set), metric);
+        if let Some((reason, message)) = want {
+            let facts = ClusterQueueFacts {
+                flavors: &flavor_set,
+                usage: &QueueUsage::default(),
+                pending: 0,
+                weighted_share: None,
+            };
+            let status = cluster_queue_status(&cq, &facts, ts(5));
+            assert_eq!(status.conditions.len(), 1);
+            assert_eq!(status.conditions[0].status, "False");
+            assert_eq!(status.conditions[0].reason, reason);
+            assert_eq!(status.conditions[0].message, message);
+        }
+    }
+}
+
+#[test]
+fn the_active_condition_keeps_its_transition_time() {
+    let cq = cluster_queue("cq")
+        .status(json!({"conditions": [api_condition("Active", "True", "Ready", "Can admit new workloads", 50)]}))
+        .build();
+    let facts = ClusterQueueFacts {
+        flavors: &flavors(&[]),
+        usage: &QueueUsage::default(),
+        pending: 0,
+        weighted_share: None,
+    };
+    let status = cluster_queue_status(&cq, &facts, ts(100));
+    assert_eq!(status.conditions[0].last_transition_time.0, ts(50));
+    assert_eq!(status.conditions[0].observed_generation, Some(1));
+}
+
+#[test]
+fn local_queue_status_follows_its_cluster_queue() {
+    let cq = cluster_queue("cq")
+        .group(&["cpu"], &[("default", &[("cpu", "4")])])
+        .build();
+    let usage = QueueUsage {
+        reserving: 2,
+        admitted: 1,
+        reserved: cpu(2000),
+        in_use: cpu(1000),
+    };
+    let lq = local_queue("ns", "lq", "cq");
+    let status = local_queue_status(
+        &lq,
+        &LocalQueueFacts {
+            cluster_queue: Some((&cq, true)),
+            usage: &usage,
+            pending: 3,
+        },
+        ts(100),
+    );
+    assert_eq!(
+        serde_json::to_value(&status).unwrap(),
+        json!({
+            "conditions": [{
+                "type": "Active", "status": "True", "reason": "Ready",
+                "message": "Can submit new workloads to localQueue", "observedGeneration": 1,
+                "lastTransitionTime": crate::admitter::fixtures::rfc3339(100),
+            }],
+            "pendingWorkloads": 3,
+            "reservingWorkloads": 2,
+            "admittedWorkloads": 1,
+            "flavorsReservation": [{"name": "default", "resources": [{"name": "cpu", "total": "2"}]}],
+            "flavorsUsage": [{"name": "default", "resources": [{"name": "cpu", "total": "1"}]}],
+        })
+    );
+
+    let cases = [
+        (
+            lq.clone(),
+            None,
+            (
+                "ClusterQueueDoesNotExist",
+                "Can't submit new workloads to clusterQueue",
+            ),
+        ),
+        (
+            lq.clone(),
+            Some((&cq, false)),
+            (
+                "ClusterQueueIsInactive",
+                "Can't submit new workloads to clusterQueue",
+            ),
+        ),
+        (
+            stopped_local_queue("ns", "lq", "cq", "Hold"),
+            Some((&cq, true)),
+            ("Stopped", "LocalQueue is stopped"),
+        ),
+    ];
+    for (queue, cluster_queue, (reason, message)) in cases {
+        let status = local_queue_status(
+            &queue,
+            &LocalQueueFacts {
+                cluster_queue,
+                usage: &QueueUsage::default(),
+                pending: 0,
+            },
+            ts(100),
+        );
+        let active = &status.conditions[0];
+        assert_eq!(
+            (
+                active.status.as_str(),
+                active.reason.as_str(),
+                active.message.as_str()
+            ),
+            ("False", reason, message)
+        );
+        assert_eq!(status.flavors_usage.is_empty(), cluster_queue.is_none());
+    }
+}
+
+#[test]
+fn status_patches_are_skipped_when_nothing_changed() {
+    let status = api::ClusterQueueStatus {
+        pending_workloads: 2,
+        ..Default::default()
+    };
+    assert_eq!(status_patch(Some(&status), &status), None);
+    assert_eq!(
+        status_patch::<api::ClusterQueueStatus>(None, &status),
+        Some(json!({"status": {"pendingWorkloads": 2}}))
+    );
+    let changed = api::ClusterQueueStatus {
+        pending_workloads: 1,
+        admitted_workloads: 1,
+        ..Default::default()
+    };
+    assert_eq!(
+        status_patch(Some(&status), &changed),
+        Some(json!({"status": {"pendingWorkloads": 1, "admittedWorkloads": 1}}))
+    );
+}

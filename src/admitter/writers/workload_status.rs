@@ -1,0 +1,751 @@
+//! Applies the scheduler's decisions to Workloads: the new `status` (admission, conditions,
+//! eviction bookkeeping) as a JSON merge patch of the `status` subresource guarded by
+//! `metadata.resourceVersion`, then the events Kueue emits.
+//!
+//! Building the new status is pure ([`Update::status`]); [`Applier::apply`] reads the latest
+//! object, patches, and on a conflict re-reads and tries again. The scheduling loop runs many
+//! applies at once and never waits for one before deciding the next cycle.
+
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
+
+use crate::admitter::scheduling::cluster_state::{find_condition, is_true, workload_key};
+use crate::api::constants::{condition, reason};
+use crate::api::v1beta2 as api;
+use crate::k8s::quantity::format_quantity;
+use crate::metrics::{
+    AdmitterMetrics, EvictionLabels, PreemptionLabels, PriorityLabels, ReplicaRole,
+};
+use crate::quota::model;
+use crate::quota::{PendingReason, PreemptionReason};
+
+/// Name the scheduler reports events under, as Kueue's scheduler does.
+pub const EVENT_REPORTER: &str = "kueue-admission";
+/// Longest condition message Kubernetes accepts.
+const MAX_CONDITION_MESSAGE: usize = 32 * 1024;
+/// Longest event note Kubernetes accepts.
+const MAX_EVENT_MESSAGE: usize = 1024;
+/// Conflicts tolerated before an apply gives up (the next cycle decides again).
+const MAX_ATTEMPTS: usize = 5;
+/// Patches in flight at once.
+const MAX_CONCURRENT_PATCHES: usize = 64;
+
+/// The preemptor of a preemption, as the victim's events name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Preemptor {
+    /// `namespace/name`.
+    pub key: String,
+    /// UID.
+    pub uid: String,
+    /// Effective priority.
+    pub priority: i32,
+    /// ClusterQueue it is admitted to.
+    pub cluster_queue: String,
+}
+
+/// Why a victim is preempted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Preemption {
+    /// `Preempted` condition reason.
+    pub reason: PreemptionReason,
+    /// Who preempts it.
+    pub preemptor: Preemptor,
+}
+
+/// What to write to one Workload.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Update {
+    /// Reserve quota and admit: `status.admission`, `QuotaReserved=True`, `Admitted=True`.
+    Admit {
+        /// The reservation.
+        admission: model::Admission,
+        /// `metadata.generation` the decision was made for; a newer spec is not admitted.
+        generation: Option<i64>,
+    },
+    /// No reservation now: `QuotaReserved=False` with this reason and message.
+    Pending {
+        /// Condition reason.
+        reason: PendingReason,
+        /// Condition message.
+        message: String,
+        /// `status.resourceRequests`.
+        resource_requests: Vec<api::PodSetRequest>,
+    },
+    /// Evict a workload holding quota: `Evicted=True` (and `Preempted=True` when preempted).
+    Evict {
+        /// `Evicted` condition reason, e.g. `Preempted`.
+        reason: String,
+        /// `Evicted` (and `Preempted`) condition message.
+        message: String,
+        /// Set when the eviction is a preemption.
+        preemption: Option<Preemption>,
+    },
+}
+
+/// Why an update was not written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Skip {
+    /// The workload was admitted meanwhile.
+    #[error("the workload already holds quota")]
+    AlreadyAdmitted,
+    /// The workload's spec changed since the decision.
+    #[error("the workload changed since the decision")]
+    SpecChanged,
+    /// The workload finished.
+    #[error("the workload is finished")]
+    Finished,
+    /// The workload was deactivated.
+    #[error("the workload is deactivated")]
+    Deactivated,
+    /// The workload no longer holds quota, so there is nothing to evict.
+    #[error("the workload holds no quota")]
+    NoReservation,
+    /// The workload is already evicted.
+    #[error("the workload is already evicted")]
+    AlreadyEvicted,
+}
+
+impl Update {
+    /// The workload's new status, `Ok(None)` when it already is that, or why it must not be
+    /// written any more.
+    pub fn status(
+        &self,
+        workload: &api::Workload,
+        now: Timestamp,
+    ) -> Result<Option<api::WorkloadStatus>, Skip> {
+        if is_true(workload, condition::FINISHED) {
+            return Err(Skip::Finished);
+        }
+        let current = workload.status.clone().unwrap_or_default();
+        let reserved = current.admission.is_some();
+        let generation = workload.metadata.generation;
+        let mut status = current.clone();
+        match self {
+            Update::Admit {
+                admission,
+                generation: decided_for,
+            } => {
+                if reserved {
+                    return Err(Skip::AlreadyAdmitted);
+                }
+                if !workload.spec.is_active() {
+                    return Err(Skip::Deactivated);
+                }
+                if *decided_for != generation {
+                    return Err(Skip::SpecChanged);
+                }
+                let admission = api_admission(admission);
+                let reserved_message =
+                    format!("Quota reserved in ClusterQueue {}", admission.cluster_queue);
+                status.admission = Some(admission);
+                let conditions = &mut status.conditions;
+                set_condition(
+                    conditions,
+                    new_condition(condition::QUOTA_RESERVED, true, reason::QUOTA_RESERVED)
+                        .message(&reserved_message)
+                        .generation(generation),
+                    now,
+                );
+                reset_active_condition(conditions, condition::EVICTED, generation, now);
+                reset_active_condition(conditions, condition::PREEMPTED, generation, now);
+                set_condition(
+                    conditions,
+                    new_condition(condition::ADMITTED, true, reason::ADMITTED)
+                        .message("The workload is admitted")
+                        .generation(generation),
+                    now,
+                );
+                status.resource_requests = Vec::new();
+            }
+            Update::Pending {
+                reason: pending_reason,
+                message,
+                resource_requests,
+            } => {
+                if reserved {
+                    return Err(Skip::AlreadyAdmitted);
+                }
+                set_condition(
+                    &mut status.conditions,
+                    new_condition(condition::QUOTA_RESERVED, false, pending_reason.as_str())
+                        .message(message)
+                        .generation(generation),
+                    now,
+                );
+                if find_condition(workload, condition::ADMITTED)
+                    .is_some_and(|admitted| admitted.status == "True")
+                {
+                    set_condition(
+                        &mut status.conditions,
+                        new_condition(condition::ADMITTED, false, reason::NO_RESERVATION)
+                            .message("The workload has no reservation")
+                            .generation(generation),
+                        now,
+                    );
+                }
+                status.resource_requests = resource_requests.clone();
+            }
+            Update::Evict {
+                reason: evicted_reason,
+                message,
+                preemption,
+            } => {
+                if !reserved {
+                    return Err(Skip::NoReservation);
+                }
+                if is_true(workload, condition::EVICTED) {
+                    return Err(Skip::AlreadyEvicted);
+                }
+                set_condition(
+                    &mut status.conditions,
+                    new_condition(condition::EVICTED, true, evicted_reason)
+                        .message(message)
+                        .generation(generation),
+                    now,
+                );
+                if let Some(preemption) = preemption {
+                    set_condition(
+                        &mut status.conditions,
+                        new_condition(condition::PREEMPTED, true, preemption.reason.as_str())
+                            .message(message),
+                        now,
+                    );
+                }
+                count_eviction(&mut status, evicted_reason);
+                status.cluster_name = None;
+                status.nominated_cluster_names = Vec::new();
+                status.unhealthy_nodes = Vec::new();
+                reset_admission_checks(&mut status.admission_checks, now);
+            }
+        }
+        Ok((status != current).then_some(status))
+    }
+}
+
+/// The API form of an admission, quantities as Kueue formats them.
+pub fn api_admission(admission: &model::Admission) -> api::Admission {
+    api::Admission {
+        cluster_queue: admission.cluster_queue.clone(),
+        pod_set_assignments: admission
+            .pod_set_assignments
+            .iter()
+            .map(|assignment| api::PodSetAssignment {
+                name: assignment.name.clone(),
+                flavors: assignment.flavors.clone(),
+                resource_usage: assignment
+                    .resource_usage
+                    .iter()
+                    .map(|(resource, value)| (resource.clone(), format_quantity(resource, *value)))
+                    .collect(),
+                count: Some(assignment.count),
+                topology_assignment: None,
+                delayed_topology_request: None,
+            })
+            .collect(),
+    }
+}
+
+/// A condition to set, built fluently.
+#[derive(Clone, Debug)]
+pub struct NewCondition<'a> {
+    type_: &'a str,
+    status: bool,
+    reason: &'a str,
+    message: &'a str,
+    generation: Option<i64>,
+}
+
+/// A condition of `type_` with `status` and `reason`, no message and no generation.
+pub fn new_condition<'a>(type_: &'a str, status: bool, reason: &'a str) -> NewCondition<'a> {
+    NewCondition {
+        type_,
+        status,
+        reason,
+        message: "",
+        generation: None,
+    }
+}
+
+impl<'a> NewCondition<'a> {
+    /// Sets the message.
+    pub fn message(mut self, message: &'a str) -> Self {
+        self.message = message;
+        self
+    }
+
+    /// Sets `observedGeneration`.
+    pub fn generation(mut self, generation: Option<i64>) -> Self {
+        self.generation = generation;
+        self
+    }
+}
+
+/// Sets a condition as apimachinery's `SetStatusCondition` does: appended when new; the
+/// transition time changes only with the status. Returns whether anything changed.
+pub fn set_condition(
+    conditions: &mut Vec<Condition>,
+    new: NewCondition<'_>,
+    now: Timestamp,
+) -> bool {
+    let status = if new.status { "True" } else { "False" };
+    let message = truncate(new.message, MAX_CONDITION_MESSAGE);
+    let Some(existing) = conditions.iter_mut().find(|c| c.type_ == new.type_) else {
+        conditions.push(Condition {
+            type_: new.type_.to_owned(),
+            status: status.to_owned(),
+            reason: new.reason.to_owned(),
+            message,
+            observed_generation: new.generation,
+            last_transition_time: Time(now),
+        });
+        return true;
+    };
+    let before = existing.clone();
+    if existing.status != status {
+        existing.status = status.to_owned();
+        existing.last_transition_time = Time(now);
+    }
+    existing.reason = new.reason.to_owned();
+    existing.message = message;
+    existing.observed_generation = new.generation;
+    *existing != before
+}
+
+/// Kueue's `resetActiveCondition`: a `True` condition becomes `False`, reason `QuotaReserved`,
+/// its message prefixed with `Previously: `.
+fn reset_active_condition(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    generation: Option<i64>,
+    now: Timestamp,
+) {
+    let Some(previous) = conditions
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == "True")
+        .map(|c| format!("Previously: {}", c.message))
+    else {
+        return;
+    };
+    set_condition(
+        conditions,
+        new_condition(type_, false, reason::QUOTA_RESERVED)
+            .message(&previous)
+            .generation(generation),
+        now,
+    );
+}
+
+/// Adds one to `schedulingStats.evictions` for this reason (no underlying cause).
+fn count_eviction(status: &mut api::WorkloadStatus, evicted_reason: &str) {
+    let stats = status.scheduling_stats.get_or_insert_with(Default::default);
+    match stats
+        .evictions
+        .iter_mut()
+        .find(|e| e.reason == evicted_reason && e.underlying_cause.is_empty())
+    {
+        Some(eviction) => eviction.count = eviction.count.saturating_add(1),
+        None => stats.evictions.push(api::WorkloadSchedulingStatsEviction {
+            reason: evicted_reason.to_owned(),
+            underlying_cause: String::new(),
+            count: 1,
+        }),
+    }
+}
+
+/// Kueue's `resetChecksOnEviction`: every decided admission check goes back to Pending.
+fn reset_admission_checks(checks: &mut [api::AdmissionCheckState], now: Timestamp) {
+    for check in checks
+        .iter_mut()
+        .filter(|c| c.state != api::CheckState::Pending)
+    {
+        let previous = check.state;
+        if previous == api::CheckState::Retry {
+            check.retry_count = Some(check.retry_count.unwrap_or(0).saturating_add(1));
+        } else {
+            check.retry_count = None;
+        }
+        check.message = format!("Reset to Pending after eviction. Previously: {previous:?}");
+        check.state = api::CheckState::Pending;
+        check.last_transition_time = Time(now);
+        check.pod_set_updates = Vec::new();
+    }
+}
+
+/// `text` cut to at most `max` bytes on a character boundary, ending in `...` when cut.
+fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max.saturating_sub(3);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}
+
+/// The JSON merge patch (RFC 7386) turning `old` into `new`: changed members are replaced
+/// (arrays whole), removed members are set to `null`, equal members are left out.
+pub fn merge_patch(old: &Value, new: &Value) -> Value {
+    match (old, new) {
+        (Value::Object(old), Value::Object(new)) => {
+            let mut patch = Map::new();
+            for (key, new_value) in new {
+                match old.get(key) {
+                    Some(old_value) if old_value == new_value => {}
+                    Some(old_value @ Value::Object(_)) if new_value.is_object() => {
+                        patch.insert(key.clone(), merge_patch(old_value, new_value));
+                    }
+                    _ => {
+                        patch.insert(key.clone(), new_value.clone());
+                    }
+                }
+            }
+            for key in old.keys().filter(|key| !new.contains_key(*key)) {
+                patch.insert(key.clone(), Value::Null);
+            }
+            Value::Object(patch)
+        }
+        _ => new.clone(),
+    }
+}
+
+/// The status patch of a Workload: the merge patch from its status to `status`, guarded by
+/// its `resourceVersion`.
+pub fn status_patch(workload: &api::Workload, status: &api::WorkloadStatus) -> Value {
+    let old = serde_json::to_value(workload.status.clone().unwrap_or_default()).unwrap_or_default();
+    let new = serde_json::to_value(status).unwrap_or_default();
+    serde_json::json!({
+        "metadata": {"resourceVersion": workload.resource_version()},
+        "status": merge_patch(&old, &new),
+    })
+}
+
+/// The current time at the precision Kubernetes stores in conditions (whole seconds).
+pub fn now() -> Timestamp {
+    let now = Timestamp::now();
+    Timestamp::from_second(now.as_second()).unwrap_or(now)
+}
+
+/// How applying an update ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The patch was accepted; the object now has this `resourceVersion`.
+    Written {
+        /// `resourceVersion` in the response.
+        resource_version: Option<String>,
+    },
+    /// The workload already had that status.
+    Unchanged,
+    /// The update no longer applies, or the workload is gone.
+    Skipped(String),
+    /// The API server refused the patch.
+    Failed(String),
+}
+
+/// Seconds since the workload was queued: creation, or its last `Requeued` transition.
+fn queued_wait_seconds(workload: &api::Workload, now: Timestamp) -> f64 {
+    let queued = find_condition(workload, condition::REQUEUED)
+        .map(|requeued| requeued.last_transition_time.0)
+        .or_else(|| workload.metadata.creation_timestamp.as_ref().map(|t| t.0))
+        .unwrap_or(now);
+    now.duration_since(queued).as_secs_f64().max(0.0)
+}
+
+/// Name in the workload's `priorityClassRef`, empty without one.
+fn priority_class(workload: &api::Workload) -> String {
+    workload
+        .spec
+        .priority_class_ref
+        .as_ref()
+        .map(|class| class.name.clone())
+        .unwrap_or_default()
+}
+
+/// Kueue's rendering of effective priorities in preemption events (no priority boost).
+fn priorities(preemptor: i32, preemptee: i32) -> String {
+    format!(
+        "preemptor effective priority: {preemptor} (base: {preemptor}, boost: 0); preemptee effective priority: {preemptee} (base: {preemptee}, boost: 0)"
+    )
+}
+
+/// Writes updates to Workloads and emits their events and metrics.
+#[derive(Clone)]
+pub struct Applier {
+    client: Client,
+    workloads: Store<api::Workload>,
+    recorder: Recorder,
+    metrics: AdmitterMetrics,
+    role: ReplicaRole,
+    permits: Arc<Semaphore>,
+}
+
+impl Applier {
+    /// An applier reading the latest objects from `workloads` first.
+    pub fn new(
+        client: Client,
+        workloads: Store<api::Workload>,
+        metrics: AdmitterMetrics,
+        role: ReplicaRole,
+    ) -> Self {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: EVENT_REPORTER.to_owned(),
+                instance: None,
+            },
+        );
+        Self {
+            client,
+            workloads,
+            recorder,
+            metrics,
+            role,
+            permits: Arc::new(Semaphore::new(MAX_CONCURRENT_PATCHES)),
+        }
+    }
+
+    /// Writes `update` to the workload `key` (`namespace/name`), re-reading it on conflicts,
+    /// then records its metrics and emits its events in the background (so that events never
+    /// hold up status writes).
+    pub async fn apply(&self, key: &str, update: &Update) -> Outcome {
+        let (outcome, written) = self.write(key, update).await;
+        if let Some((before, written, now)) = written {
+            let applier = self.clone();
+            let update = update.clone();
+            tokio::spawn(async move { applier.report(&before, &written, &update, now).await });
+        }
+        outcome
+    }
+
+    /// Writes the status; on success also returns the object before and after, and the time.
+    async fn write(
+        &self,
+        key: &str,
+        update: &Update,
+    ) -> (Outcome, Option<(api::Workload, api::Workload, Timestamp)>) {
+        let Some((namespace, name)) = key.split_once('/') else {
+            return (
+                Outcome::Skipped(format!("{key} is not namespace/name")),
+                None,
+            );
+        };
+        let Ok(_permit) = self.permits.acquire().await else {
+            return (
+                Outcome::Skipped("the applier is shutting down".to_owned()),
+                None,
+            );
+        };
+        let api: Api<api::Workload> = Api::namespaced(self.client.clone(), namespace);
+        let gone = || (Outcome::Skipped("the workload is gone".to_owned()), None);
+        let cached = self.workloads.get(&ObjectRef::new(name).within(namespace));
+        let mut workload = match cached {
+            Some(workload) => api::Workload::clone(&workload),
+            None => match api.get_opt(name).await {
+                Ok(Some(workload)) => workload,
+                Ok(None) => return gone(),
+                Err(error) => return (Outcome::Failed(error.to_string()), None),
+            },
+        };
+        for _ in 0..MAX_ATTEMPTS {
+            let now = now();
+            let status = match update.status(&workload, now) {
+                Ok(Some(status)) => status,
+                Ok(None) => return (Outcome::Unchanged, None),
+                Err(skip) => return (Outcome::Skipped(skip.to_string()), None),
+            };
+            let patch = status_patch(&workload, &status);
+            match api
+                .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(written) => {
+                    let outcome = Outcome::Written {
+                        resource_version: written.resource_version(),
+                    };
+                    return (outcome, Some((workload, written, now)));
+                }
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    match api.get_opt(name).await {
+                        Ok(Some(latest)) => workload = latest,
+                        Ok(None) => return gone(),
+                        Err(error) => return (Outcome::Failed(error.to_string()), None),
+                    }
+                }
+                Err(kube::Error::Api(status)) if status.code == 404 => return gone(),
+                Err(error) => return (Outcome::Failed(error.to_string()), None),
+            }
+        }
+        let conflicts = format!("conflicting writes {MAX_ATTEMPTS} times in a row");
+        (Outcome::Failed(conflicts), None)
+    }
+
+    /// Events and metrics of a written update.
+    async fn report(
+        &self,
+        before: &api::Workload,
+        written: &api::Workload,
+        update: &Update,
+        now: Timestamp,
+    ) {
+        let priority_class = priority_class(written);
+        match update {
+            Update::Admit { admission, .. } => {
+                let wait = queued_wait_seconds(before, now);
+                self.metrics.admitted(
+                    &PriorityLabels {
+                        cluster_queue: admission.cluster_queue.clone(),
+                        priority_class,
+                        replica_role: self.role,
+                    },
+                    wait,
+                );
+                self.publish(
+                    written,
+                    EventType::Normal,
+                    "QuotaReserved",
+                    format!(
+                        "Quota reserved in ClusterQueue {}, wait time since queued was {wait:.0}s",
+                        admission.cluster_queue
+                    ),
+                )
+                .await;
+                self.publish(
+                    written,
+                    EventType::Normal,
+                    "Admitted",
+                    format!(
+                        "Admitted by ClusterQueue {}, wait time since reservation was 0s",
+                        admission.cluster_queue
+                    ),
+                )
+                .await;
+            }
+            Update::Pending {
+                reason: pending_reason,
+                message,
+                ..
+            } => {
+                self.publish(
+                    written,
+                    EventType::Warning,
+                    pending_reason.as_str(),
+                    message.clone(),
+                )
+                .await;
+            }
+            Update::Evict {
+                reason: evicted_reason,
+                message,
+                preemption,
+            } => {
+                let cluster_queue = before
+                    .status
+                    .as_ref()
+                    .and_then(|status| status.admission.as_ref())
+                    .map(|admission| admission.cluster_queue.clone())
+                    .unwrap_or_default();
+                self.metrics
+                    .evicted_workloads
+                    .get_or_create(&EvictionLabels {
+                        cluster_queue: cluster_queue.clone(),
+                        reason: evicted_reason.clone(),
+                        underlying_cause: String::new(),
+                        priority_class,
+                        replica_role: self.role,
+                    })
+                    .inc();
+                self.publish(
+                    written,
+                    EventType::Normal,
+                    &format!("EvictedDueTo{evicted_reason}"),
+                    message.clone(),
+                )
+                .await;
+                if let Some(preemption) = preemption {
+                    self.report_preemption(written, &cluster_queue, preemption, message)
+                        .await;
+                }
+            }
+        }
+    }
+
+    async fn report_preemption(
+        &self,
+        victim: &api::Workload,
+        victim_queue: &str,
+        preemption: &Preemption,
+        message: &str,
+    ) {
+        let preemptor = &preemption.preemptor;
+        let victim_priority = victim.spec.priority.unwrap_or(0);
+        self.metrics
+            .preempted_workloads
+            .get_or_create(&PreemptionLabels {
+                preempting_cluster_queue: preemptor.cluster_queue.clone(),
+                reason: preemption.reason.as_str().to_owned(),
+                replica_role: self.role,
+            })
+            .inc();
+        self.publish(
+            victim,
+            EventType::Normal,
+            "Preempted",
+            format!(
+                "{message}; {}",
+                priorities(preemptor.priority, victim_priority)
+            ),
+        )
+        .await;
+        let preemptor_object = preemptor.key.split_once('/').and_then(|(namespace, name)| {
+            self.workloads.get(&ObjectRef::new(name).within(namespace))
+        });
+        if let Some(preemptor_object) = preemptor_object {
+            self.publish(
+                &preemptor_object,
+                EventType::Normal,
+                "PreemptedWorkload",
+                format!(
+                    "Preempted workload {} (UID: {}) in ClusterQueue {victim_queue}; {}",
+                    workload_key(victim),
+                    victim.uid().unwrap_or_default(),
+                    priorities(preemptor.priority, victim_priority)
+                ),
+            )
+            .await;
+        }
+    }
+
+    async fn publish(
+        &self,
+        workload: &api::Workload,
+        type_: EventType,
+        event_reason: &str,
+        note: String,
+    ) {
+        let event = Event {
+            type_,
+            reason: event_reason.to_owned(),
+            note: Some(truncate(&note, MAX_EVENT_MESSAGE)),
+            action: event_reason.to_owned(),
+            secondary: None,
+        };
+        if let Err(error) = self
+            .recorder
+            .publish(&event, &workload.object_ref(&()))
+            .await
+        {
+            tracing::debug!(%error, workload = %workload_key(workload), reason = event_reason, "cannot publish event");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,8 @@
+//! Kubernetes building blocks with no Kueue semantics: apimachinery's quantities, Go durations,
+//! field errors and name rules, conditions, raw-JSON readers and the merge-patch diff, the event
+//! recorder and leader election. Everything above uses these instead of writing its own.
+
+pub mod duration;
+pub mod events;
+pub mod leader;
+pub mod quantity;
