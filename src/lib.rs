@@ -14,6 +14,8 @@ pub mod run;
 pub mod serve;
 pub mod stores;
 pub mod telemetry;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod tls;
 pub mod webhook;
 

@@ -17,7 +17,7 @@ use kube::{
 use serde_json::json;
 
 use crate::{
-    admission::{KuotaAdmission, converter, lookup::StoreClusterState, table},
+    admission::{KuotaAdmission, converter, lookup::StoreLookup, table},
     admitter,
     api::{constants::GROUP, crds},
     config::Configuration,
@@ -115,7 +115,7 @@ pub async fn serve(
         },
     };
 
-    let lookup = Arc::new(StoreClusterState::new(stores.clone(), client.clone()));
+    let lookup = Arc::new(StoreLookup::new(stores.clone(), client.clone()));
     let handler = Arc::new(KuotaAdmission::new(config.clone(), lookup));
     let state = WebhookState::new(handler, metrics.clone()).with_converter(converter());
     let mut server_config = WebhookServerConfig::new(tls);

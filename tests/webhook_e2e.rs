@@ -20,7 +20,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kuota::admission::handler::{KuotaAdmission, converter};
-use kuota::admission::lookup::StoreClusterState;
+use kuota::admission::lookup::StoreLookup;
 use kuota::admission::table::{mutating_configuration, validating_configuration};
 use kuota::api::v1beta2::{ClusterQueue, LocalQueue};
 use kuota::config::{Configuration, LoadOptions};
@@ -120,10 +120,7 @@ async fn start_webhook(cluster: &'static TestCluster, tls: TlsSource) -> ServerH
         .iter()
         .map(|framework| framework.name().to_owned())
         .collect();
-    let handler = KuotaAdmission::new(
-        Arc::new(config),
-        Arc::new(StoreClusterState::new(stores, client)),
-    );
+    let handler = KuotaAdmission::new(Arc::new(config), Arc::new(StoreLookup::new(stores, client)));
     let state =
         WebhookState::new(Arc::new(handler), Arc::new(Metrics::new())).with_converter(converter());
     serve(

@@ -1,7 +1,7 @@
 //! Whether a job could ever fit its ClusterQueue, judged at `kubectl apply` time.
 //!
-//! The quota objects are converted to the pure scheduler's model (only what
-//! [`max_possible`] needs: quotas, cohort tree, flavor names) and every PodSet's requests are
+//! The quota objects are converted to the quota core's model by [`from_api`], as the
+//! admitter converts them (an unreadable quota refuses the check), and every PodSet's requests are
 //! compared with the most the ClusterQueue could give a single workload with everything else
 //! idle: nominal quota plus what it may borrow. The check is deliberately one-sided: it only
 //! reports a job that can never be admitted, never one that merely has to wait. So requests are
@@ -22,18 +22,17 @@
 //!   for nvidia.com/gpu; it covers cpu, memory` (only with `quotaCheckStrategy:
 //!   BlockUndeclared`, Kueue's default, under which such a job never gets a flavor).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{LimitRange, PodSpec};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::ResourceExt;
 
 use super::lookup::QuotaObjects;
-use crate::api::v1beta2;
 use crate::config::{QuotaCheckStrategy, Resources, TransformationStrategy};
 use crate::jobs::{PodSet, Requests, pod_requests};
-use crate::k8s::quantity::{QuantityError, format_quantity, resource_value};
+use crate::k8s::quantity::{QuantityError, format_quantity};
+use crate::quota::from_api::{self, QuotaError, Refuse};
 use crate::quota::model::{self, PODS_RESOURCE};
 use crate::quota::{Snapshot, max_possible};
 
@@ -103,120 +102,28 @@ fn counted(resource: &str, resources: &Resources) -> bool {
     !excluded && !replaced
 }
 
-/// A quota object whose quantities do not parse.
-#[derive(Debug, thiserror::Error)]
-#[error("{kind} {name}: {source}")]
-pub struct QuotaError {
-    /// `ClusterQueue` or `Cohort`.
-    pub kind: &'static str,
-    /// Object name.
-    pub name: String,
-    /// The quantity error.
-    pub source: QuantityError,
-}
-
-/// A scheduler snapshot holding the quotas and cohort tree of `objects`, with no usage.
+/// A quota-core snapshot holding the quotas and cohort tree of `objects`, with no usage.
 pub fn snapshot(objects: &QuotaObjects) -> Result<Snapshot, QuotaError> {
+    let flavor_names: BTreeSet<String> = objects
+        .resource_flavors
+        .iter()
+        .map(|flavor| flavor.name_any())
+        .collect();
     let mut builder = Snapshot::builder(Timestamp::now());
     for flavor in &objects.resource_flavors {
-        builder = builder.flavor(model::ResourceFlavor {
-            name: flavor.name_any(),
-            ..model::ResourceFlavor::default()
-        });
+        builder = builder.flavor(from_api::resource_flavor(flavor));
     }
     for cohort in &objects.cohorts {
-        builder = builder.cohort(cohort_model(cohort)?);
+        builder = builder.cohort(from_api::cohort(cohort, &Refuse)?);
     }
     for cluster_queue in &objects.cluster_queues {
-        builder = builder.cluster_queue(cluster_queue_model(cluster_queue)?);
+        builder = builder.cluster_queue(from_api::cluster_queue(
+            cluster_queue,
+            &flavor_names,
+            &Refuse,
+        )?);
     }
     Ok(builder.build())
-}
-
-/// The scheduler model of a ClusterQueue's quotas (other settings at their defaults).
-pub fn cluster_queue_model(
-    cluster_queue: &v1beta2::ClusterQueue,
-) -> Result<model::ClusterQueue, QuotaError> {
-    let name = cluster_queue.name_any();
-    let resource_groups =
-        resource_groups(&cluster_queue.spec.resource_groups).map_err(|source| QuotaError {
-            kind: "ClusterQueue",
-            name: name.clone(),
-            source,
-        })?;
-    Ok(model::ClusterQueue {
-        cohort: cluster_queue
-            .spec
-            .cohort_name
-            .clone()
-            .filter(|cohort| !cohort.is_empty()),
-        resource_groups,
-        ..model::ClusterQueue::new(&name)
-    })
-}
-
-fn cohort_model(cohort: &v1beta2::Cohort) -> Result<model::Cohort, QuotaError> {
-    let name = cohort.name_any();
-    let resource_groups =
-        resource_groups(&cohort.spec.resource_groups).map_err(|source| QuotaError {
-            kind: "Cohort",
-            name: name.clone(),
-            source,
-        })?;
-    Ok(model::Cohort {
-        parent: cohort
-            .spec
-            .parent_name
-            .clone()
-            .filter(|parent| !parent.is_empty()),
-        resource_groups,
-        ..model::Cohort::new(&name)
-    })
-}
-
-fn resource_groups(
-    groups: &[v1beta2::ResourceGroup],
-) -> Result<Vec<model::ResourceGroup>, QuantityError> {
-    groups
-        .iter()
-        .map(|group| {
-            let flavors = group
-                .flavors
-                .iter()
-                .map(|flavor| {
-                    let resources = flavor
-                        .resources
-                        .iter()
-                        .map(|quota| {
-                            let value = |quantity: &Quantity| resource_value(&quota.name, quantity);
-                            Ok(model::ResourceQuota {
-                                name: quota.name.clone(),
-                                nominal: value(&quota.nominal_quota)?,
-                                borrowing_limit: quota
-                                    .borrowing_limit
-                                    .as_ref()
-                                    .map(value)
-                                    .transpose()?,
-                                lending_limit: quota
-                                    .lending_limit
-                                    .as_ref()
-                                    .map(value)
-                                    .transpose()?,
-                            })
-                        })
-                        .collect::<Result<_, QuantityError>>()?;
-                    Ok(model::FlavorQuotas {
-                        name: flavor.name.clone(),
-                        resources,
-                    })
-                })
-                .collect::<Result<_, QuantityError>>()?;
-            Ok(model::ResourceGroup {
-                covered_resources: group.covered_resources.clone(),
-                flavors,
-            })
-        })
-        .collect()
 }
 
 /// Why the job's `demands` can never be admitted by `cluster_queue` of `snapshot`; empty when
@@ -511,6 +418,8 @@ fn pods_phrase(demand: &Demand, resource: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
     use super::*;
     use crate::api::v1beta2::{
         ClusterQueue, ClusterQueueSpec, Cohort, CohortSpec, FlavorQuotas, ResourceGroup,

@@ -18,7 +18,7 @@ use tracing::{info, warn};
 
 use super::jobs::{default_job, validate_job};
 use super::kueue::{self, Violation};
-use super::lookup::ClusterState;
+use super::lookup::ClusterLookup;
 use super::table::{KueueKind, Target, webhook_table};
 use crate::api::v1beta2::{ClusterQueue, Cohort, ResourceFlavor, Workload};
 use crate::config::Configuration;
@@ -27,13 +27,13 @@ use crate::webhook::{AdmissionHandler, AdmissionRoute, Converter, WebhookType};
 /// The admission handler for every job kind and Kueue kind Kuota serves.
 pub struct KuotaAdmission {
     config: Arc<Configuration>,
-    state: Arc<dyn ClusterState>,
+    state: Arc<dyn ClusterLookup>,
     targets: HashMap<String, Target>,
 }
 
 impl KuotaAdmission {
     /// A handler answering with `config` and reading the cluster through `state`.
-    pub fn new(config: Arc<Configuration>, state: Arc<dyn ClusterState>) -> Self {
+    pub fn new(config: Arc<Configuration>, state: Arc<dyn ClusterLookup>) -> Self {
         let targets = webhook_table()
             .into_iter()
             .map(|entry| (entry.route.path, entry.target))

@@ -32,12 +32,12 @@
 use std::sync::Arc;
 
 use kube::core::{Selector, SelectorExt};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tracing::warn;
 
 use super::capacity;
 use super::kueue::{self, Violation};
-use super::lookup::{ClusterState, QuotaObjects};
+use super::lookup::{ClusterLookup, QuotaObjects};
 use crate::api::constants::{
     DEFAULT_LOCAL_QUEUE_NAME, DEFAULT_WORKLOAD_PRIORITY_CLASS_NAME, MAX_EXEC_TIME_SECONDS_LABEL,
     PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
@@ -45,6 +45,7 @@ use crate::api::constants::{
 use crate::api::v1beta2::{ClusterQueue, StopPolicy};
 use crate::config::{Configuration, Feature, QueueReferencePolicy};
 use crate::jobs::{FieldError, JobFramework, ValidationInput, validation::go_atoi};
+use crate::k8s::json::{annotation, label, set_label};
 
 /// The prebuilt-workload annotation shares its key with the label.
 const PREBUILT_WORKLOAD_ANNOTATION: &str = PREBUILT_WORKLOAD_LABEL;
@@ -62,41 +63,9 @@ pub struct JobVerdict {
 
 // === small JSON helpers ===
 
-fn labels(object: &Value) -> Option<&Map<String, Value>> {
-    object
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-}
-
-fn label<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
-    labels(object)?.get(key)?.as_str()
-}
-
-fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
-    object.pointer("/metadata/annotations")?.get(key)?.as_str()
-}
-
 /// The label value, `""` when absent (Go's map lookup).
 fn label_or_empty<'a>(object: &'a Value, key: &str) -> &'a str {
     label(object, key).unwrap_or("")
-}
-
-fn set_label(object: &mut Value, key: &str, value: &str) {
-    let Some(object) = object.as_object_mut() else {
-        return;
-    };
-    let metadata = object
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !metadata.is_object() {
-        *metadata = Value::Object(Map::new());
-    }
-    // Both levels are objects here, so indexing inserts rather than panics.
-    let labels = &mut metadata["labels"];
-    if !labels.is_object() {
-        *labels = Value::Object(Map::new());
-    }
-    labels[key] = Value::from(value);
 }
 
 fn label_path(key: &str) -> String {
@@ -151,7 +120,7 @@ pub fn owned_by_managed_job(object: &Value, config: &Configuration) -> bool {
 }
 
 async fn namespace_is_managed(
-    state: &dyn ClusterState,
+    state: &dyn ClusterLookup,
     config: &Configuration,
     namespace: &str,
 ) -> bool {
@@ -174,7 +143,7 @@ fn being_deleted(object: &Value) -> bool {
 pub async fn default_job(
     framework: &dyn JobFramework,
     config: &Configuration,
-    state: &dyn ClusterState,
+    state: &dyn ClusterLookup,
     namespace: &str,
     job: &Value,
 ) -> Value {
@@ -490,7 +459,7 @@ fn stop_policy_name(policy: StopPolicy) -> Option<&'static str> {
 async fn check_queue_references(
     framework: &dyn JobFramework,
     config: &Configuration,
-    state: &dyn ClusterState,
+    state: &dyn ClusterLookup,
     namespace: &str,
     job: &Value,
     queue: &str,
@@ -599,7 +568,7 @@ fn with_queue(mut objects: QuotaObjects, cluster_queue: &Arc<ClusterQueue>) -> Q
 }
 
 async fn namespace_warning(
-    state: &dyn ClusterState,
+    state: &dyn ClusterLookup,
     cq_name: &str,
     cluster_queue: &ClusterQueue,
     namespace: &str,
@@ -620,7 +589,7 @@ async fn namespace_warning(
 async fn capacity_problems(
     framework: &dyn JobFramework,
     config: &Configuration,
-    state: &dyn ClusterState,
+    state: &dyn ClusterLookup,
     namespace: &str,
     job: &Value,
     cluster_queue: &Arc<ClusterQueue>,
@@ -680,7 +649,7 @@ async fn capacity_problems(
 pub async fn validate_job(
     framework: &dyn JobFramework,
     config: &Configuration,
-    state: &dyn ClusterState,
+    state: &dyn ClusterLookup,
     namespace: &str,
     old: Option<&Value>,
     new: &Value,

@@ -14,9 +14,6 @@ pub use scheduling::run_scheduler;
 
 use crate::{config::Configuration, metrics::Metrics, stores::Stores};
 
-#[cfg(test)]
-mod fixtures;
-
 /// Runs the job controllers and the scheduler while this replica holds the leader Lease,
 /// until `shutdown` completes (then the Lease is released so another replica takes over).
 pub async fn run(

@@ -204,7 +204,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::api::fixtures;
+    use crate::testing::api_versions as fixtures;
 
     /// Metadata as the apiserver sends it, with fields the typed ObjectMeta would rewrite.
     fn apiserver_metadata() -> Value {

@@ -8,8 +8,6 @@
 pub mod constants;
 pub mod conversion;
 pub mod crds;
-#[cfg(test)]
-mod fixtures;
 mod schema;
 pub mod v1beta1;
 pub mod v1beta2;

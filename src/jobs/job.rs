@@ -7,8 +7,9 @@ use super::podset::{
 };
 use super::validation::{go_atoi, key_path};
 use super::{
-    FieldError, JobError, JobFinished, JobFramework, JobKind, ReclaimablePod, ValidationInput, json,
+    FieldError, JobError, JobFinished, JobFramework, JobKind, ReclaimablePod, ValidationInput,
 };
+use crate::k8s::json;
 
 /// Annotation allowing partial admission down to this many pods.
 pub const MIN_PARALLELISM_ANNOTATION: &str = "kueue.x-k8s.io/job-min-parallelism";

@@ -4,8 +4,9 @@ use serde_json::Value;
 
 use super::podset::PodSet;
 use super::{
-    FieldError, JobError, JobFinished, JobFramework, JobKind, ReclaimablePod, ValidationInput, json,
+    FieldError, JobError, JobFinished, JobFramework, JobKind, ReclaimablePod, ValidationInput,
 };
+use crate::k8s::json;
 
 /// The JobSet integration (`jobset.x-k8s.io/jobset`).
 #[derive(Debug, Clone, Copy)]

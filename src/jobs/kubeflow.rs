@@ -5,7 +5,8 @@
 use serde_json::Value;
 
 use super::podset::PodSet;
-use super::{FieldError, JobError, JobFinished, JobFramework, JobKind, ValidationInput, json};
+use super::{FieldError, JobError, JobFinished, JobFramework, JobKind, ValidationInput};
+use crate::k8s::json;
 
 /// How a Kubeflow kind's webhook combines the common validation errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,6 @@
 //! Kuota does not implement workload slicing, so everything here behaves like Kueue with the
 //! `ElasticJobsViaWorkloadSlices` gate off, and Topology Aware Scheduling is not supported.
 
-mod json;
 mod kubeflow;
 mod workload_name;
 
@@ -30,6 +29,10 @@ mod pytorchjob;
 mod tfjob;
 mod xgboostjob;
 
+use serde::de::DeserializeOwned;
+
+use crate::api::constants::QUEUE_NAME_LABEL;
+use crate::k8s::json;
 use serde_json::Value;
 
 pub use jaxjob::JAX_JOB;
@@ -47,9 +50,6 @@ pub use tfjob::TF_JOB;
 pub use validation::{FieldError, FieldErrorType, ValidationInput, aggregate};
 pub use workload_name::{workload_name, workload_name_for};
 pub use xgboostjob::XGBOOST_JOB;
-
-/// Label on a job naming the LocalQueue it is submitted to.
-pub const QUEUE_NAME_LABEL: &str = "kueue.x-k8s.io/queue-name";
 
 /// Every job kind Kuota integrates with.
 pub static FRAMEWORKS: &[&dyn JobFramework] = &[
@@ -364,6 +364,32 @@ pub fn by_webhook_path(path: &str) -> Option<(WebhookKind, &'static dyn JobFrame
 /// The job's LocalQueue name from its `kueue.x-k8s.io/queue-name` label, if non-empty.
 pub fn queue_name(job: &Value) -> Option<&str> {
     json::label(job, QUEUE_NAME_LABEL).filter(|name| !name.is_empty())
+}
+
+/// Deserializes the value at a pointer into a Kubernetes type; `Ok(None)` when absent or null.
+pub(crate) fn typed_at<T: DeserializeOwned>(
+    value: &Value,
+    pointer: &str,
+) -> Result<Option<T>, JobError> {
+    match value.pointer(pointer) {
+        None | Some(Value::Null) => Ok(None),
+        Some(found) => T::deserialize(found)
+            .map(Some)
+            .map_err(|source| JobError::InvalidField {
+                pointer: pointer.to_string(),
+                source,
+            }),
+    }
+}
+
+/// Like [`typed_at`] but the value must be present.
+pub(crate) fn required_at<T: DeserializeOwned>(
+    value: &Value,
+    pointer: &str,
+) -> Result<T, JobError> {
+    typed_at(value, pointer)?.ok_or_else(|| JobError::MissingField {
+        pointer: pointer.to_string(),
+    })
 }
 
 #[cfg(test)]

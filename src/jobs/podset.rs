@@ -10,7 +10,8 @@ use serde::Deserialize;
 use serde::de::Error as _;
 use serde_json::{Map, Value};
 
-use super::{JobError, json};
+use super::JobError;
+use crate::k8s::json;
 use crate::k8s::quantity::parse_nano;
 
 /// Most PodSets a Workload can hold (Kueue `MaxPodSets`, CRD `maxItems`).
@@ -49,7 +50,7 @@ impl PodSet {
         name: &str,
         count: i32,
     ) -> Result<Self, JobError> {
-        Ok(PodSet::new(name, json::required_at(job, pointer)?, count))
+        Ok(PodSet::new(name, super::required_at(job, pointer)?, count))
     }
 
     /// A PodSet named `name` (lowercased) of `count` pods of `template`.
@@ -380,7 +381,7 @@ fn merge_into_template(
     }
 
     let tolerations_pointer = format!("{pointer}/spec/tolerations");
-    let mut tolerations: Vec<Toleration> = json::typed_at(template, "/spec/tolerations")
+    let mut tolerations: Vec<Toleration> = super::typed_at(template, "/spec/tolerations")
         .map_err(|error| at(error, &tolerations_pointer))?
         .unwrap_or_default();
     let mut added = Vec::new();
@@ -396,7 +397,7 @@ fn merge_into_template(
     append(template, "/spec/tolerations", added);
 
     let gates_pointer = format!("{pointer}/spec/schedulingGates");
-    let mut gates: Vec<PodSchedulingGate> = json::typed_at(template, "/spec/schedulingGates")
+    let mut gates: Vec<PodSchedulingGate> = super::typed_at(template, "/spec/schedulingGates")
         .map_err(|error| at(error, &gates_pointer))?
         .unwrap_or_default();
     let mut added = Vec::new();

@@ -8,7 +8,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde_json::Value;
 
 use super::podset::PodSet;
-use super::{FieldError, JobError, MAX_POD_SETS, json};
+use super::{FieldError, JobError, MAX_POD_SETS};
+use crate::k8s::json;
 use crate::k8s::quantity::parse_nano;
 
 /// Name of the head group's PodSet (reserved: no worker group may use it).
@@ -55,7 +56,7 @@ pub(crate) fn cluster_pod_sets(job: &Value, spec_pointer: &str) -> Result<Vec<Po
 
     if json::bool_at(spec, "/enableInTreeAutoscaling") == Some(true) {
         let resources =
-            json::typed_at(job, &format!("{spec_pointer}/autoscalerOptions/resources"))?
+            super::typed_at(job, &format!("{spec_pointer}/autoscalerOptions/resources"))?
                 .unwrap_or_else(|| requirements(("500m", "512Mi"), ("500m", "512Mi")));
         push_container(
             &mut head,

@@ -4,7 +4,8 @@ use serde_json::Value;
 
 use super::podset::PodSet;
 use super::ray::{self, CLUSTER_LABEL, GROUP, READY_STATE};
-use super::{FieldError, JobError, JobFinished, JobFramework, JobKind, ValidationInput, json};
+use super::{FieldError, JobError, JobFinished, JobFramework, JobKind, ValidationInput};
+use crate::k8s::json;
 
 /// The RayCluster integration (`ray.io/raycluster`).
 #[derive(Debug, Clone, Copy)]

@@ -5,7 +5,8 @@ use serde_json::Value;
 
 use super::podset::{PodSet, PodSetInfo, merge_into_templates};
 use super::ray::{self, CLUSTER_LABEL, GROUP, READY_STATE};
-use super::{FieldError, JobError, JobFinished, JobFramework, JobKind, ValidationInput, json};
+use super::{FieldError, JobError, JobFinished, JobFramework, JobKind, ValidationInput};
+use crate::k8s::json;
 
 const CLUSTER_SPEC: &str = "/spec/rayClusterSpec";
 const SUBMITTER_TEMPLATE: &str = "/spec/submitterPodTemplate";
@@ -46,7 +47,7 @@ impl JobFramework for RayJob {
         let mut pod_sets = ray::cluster_pod_sets(job, CLUSTER_SPEC)?;
         match submission_mode(job) {
             "K8sJobMode" => {
-                let template = match json::typed_at(job, SUBMITTER_TEMPLATE)? {
+                let template = match super::typed_at(job, SUBMITTER_TEMPLATE)? {
                     Some(template) => template,
                     None => default_submitter_template(job)?,
                 };

@@ -2,7 +2,9 @@
 //! field errors and name rules, conditions, raw-JSON readers and the merge-patch diff, the event
 //! recorder and leader election. Everything above uses these instead of writing its own.
 
+pub mod conditions;
 pub mod duration;
 pub mod events;
+pub mod json;
 pub mod leader;
 pub mod quantity;

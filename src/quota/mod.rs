@@ -6,3 +6,5 @@
 //! [`from_api`] turns Kueue's API objects into its model, for the admitter and the webhook alike.
 
 pub use kuota_quota::*;
+
+pub mod from_api;

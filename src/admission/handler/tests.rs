@@ -6,9 +6,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::admission::lookup::InMemoryClusterState;
 use crate::api::v1beta2::{LocalQueue, LocalQueueSpec};
 use crate::config::{LoadOptions, QueueReferencePolicy};
+use crate::testing::lookup::InMemoryLookup;
 use crate::webhook::review::parse_admission_review;
 
 fn handler(config: Configuration) -> KuotaAdmission {
@@ -20,7 +20,7 @@ fn handler(config: Configuration) -> KuotaAdmission {
         },
     );
     queue.metadata.namespace = Some("team-a".to_owned());
-    let state = InMemoryClusterState::new()
+    let state = InMemoryLookup::new()
         .with_namespace("team-a", &[])
         .with_local_queue(queue);
     KuotaAdmission::new(Arc::new(config), Arc::new(state))

@@ -5,13 +5,13 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::admission::lookup::InMemoryClusterState;
 use crate::api::v1beta2::{
     ClusterQueueSpec, FlavorQuotas, LocalQueue, LocalQueueSpec, ResourceFlavor, ResourceFlavorSpec,
     ResourceGroup, ResourceQuota,
 };
 use crate::config::LoadOptions;
 use crate::jobs::{BatchJob, JobSet, MPI_JOB, RayJob};
+use crate::testing::lookup::InMemoryLookup;
 
 // === builders ===
 
@@ -87,8 +87,8 @@ fn flavor(name: &str) -> ResourceFlavor {
 }
 
 /// Namespace `team-a` with LocalQueue `team-a` → ClusterQueue `team-a` (8 cpu, flavor default).
-fn cluster() -> InMemoryClusterState {
-    InMemoryClusterState::new()
+fn cluster() -> InMemoryLookup {
+    InMemoryLookup::new()
         .with_namespace("team-a", &[])
         .with_namespace("kube-system", &[])
         .with_resource_flavor(flavor("default"))
@@ -99,7 +99,7 @@ fn cluster() -> InMemoryClusterState {
 async fn patch_of(
     framework: &dyn JobFramework,
     config: &Configuration,
-    state: &InMemoryClusterState,
+    state: &InMemoryLookup,
     namespace: &str,
     job: &Value,
 ) -> Value {
@@ -109,7 +109,7 @@ async fn patch_of(
 
 async fn verdict(
     config: &Configuration,
-    state: &InMemoryClusterState,
+    state: &InMemoryLookup,
     old: Option<&Value>,
     new: &Value,
 ) -> JobVerdict {
@@ -474,7 +474,7 @@ async fn a_missing_local_queue_is_rejected_naming_the_existing_ones() {
             r#"LocalQueue "team-x" does not exist in namespace "team-a"; LocalQueues in "team-a": team-a"#
         )
     );
-    let empty = InMemoryClusterState::new().with_namespace("team-a", &[]);
+    let empty = InMemoryLookup::new().with_namespace("team-a", &[]);
     assert_eq!(
         verdict(&config(), &empty, None, &queued_job("team-x")).await,
         denied(
@@ -504,7 +504,7 @@ async fn a_local_queue_pointing_to_a_missing_cluster_queue_is_rejected() {
             r#"LocalQueue "orphan" points to ClusterQueue "cq-x", which does not exist; ClusterQueues: team-a"#
         )
     );
-    let bare = InMemoryClusterState::new()
+    let bare = InMemoryLookup::new()
         .with_namespace("team-a", &[])
         .with_local_queue(local_queue("team-a", "orphan", "cq-x"));
     assert_eq!(

@@ -26,6 +26,7 @@ use crate::api::v1beta2::{
 };
 use crate::config::{Feature, FeatureGates};
 use crate::jobs::{FieldError, FieldErrorType};
+use crate::k8s::json::annotation;
 use crate::k8s::quantity::{parse_nano, resource_value};
 
 /// apimachinery's `FieldImmutableErrorMsg`.
@@ -373,13 +374,6 @@ fn validate_label_selector(selector: Option<&LabelSelector>, field: &str) -> Vec
 
 fn gated_by_path() -> String {
     format!("metadata.annotations[{ADMISSION_GATED_BY_ANNOTATION}]")
-}
-
-fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
-    object
-        .pointer("/metadata/annotations")
-        .and_then(|annotations| annotations.get(key))
-        .and_then(Value::as_str)
 }
 
 fn parse_gates(value: &str) -> Vec<&str> {

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::status::{self, PodsReadyTimeout};
 use crate::admitter::jobs::workload_builder::{
-    self, AdmissionInfoError, BuildError, PriorityClasses, PriorityError, condition_true,
+    self, AdmissionInfoError, BuildError, PriorityClasses, PriorityError,
     job_workload_priority_class_name, pod_set_infos, resolve_priority, workload_matches_job,
     workload_priority_class_name, workload_spec,
 };
@@ -21,7 +21,8 @@ use crate::api::v1beta2::{
 };
 use crate::config::{Configuration, Feature, NamespaceSelector, WaitForPodsReady};
 use crate::jobs::{self, JobError, JobFramework};
-use crate::k8s::events::JobEvent;
+use crate::k8s::conditions::set_condition;
+use crate::k8s::events::Event;
 
 /// The parts of the configuration the job controllers act on.
 #[derive(Clone, Debug, PartialEq)]
@@ -115,19 +116,19 @@ pub enum JobAction {
         /// The new spec.
         spec: Box<WorkloadSpec>,
         /// Event on the job.
-        event: Option<JobEvent>,
+        event: Option<Event>,
     },
     /// Remove the finalizer and delete the Workload that no longer matches the job.
     DeleteWorkload {
         /// Event on the job.
-        event: JobEvent,
+        event: Event,
     },
     /// Patch the job to this object.
     PatchJob {
         /// The job as it should be.
         job: Box<Value>,
         /// Event on the job.
-        event: Option<JobEvent>,
+        event: Option<Event>,
     },
     /// Clear a stopped batch Job's `status.startTime` so its template may change.
     ClearJobStartTime,
@@ -136,14 +137,14 @@ pub enum JobAction {
         /// The full new status.
         status: Box<WorkloadStatus>,
         /// Event on the job.
-        job_event: Option<JobEvent>,
+        job_event: Option<Event>,
         /// Event on the Workload.
-        workload_event: Option<JobEvent>,
+        workload_event: Option<Event>,
     },
     /// Remove the `resource-in-use` finalizer from the Workload.
     RemoveFinalizer {
         /// Event on the job.
-        event: Option<JobEvent>,
+        event: Option<Event>,
     },
     /// A priority class the job names is missing; no Workload until it exists.
     MissingPriorityClass(PriorityError),
@@ -228,7 +229,7 @@ pub fn reconcile_decision(input: &JobInput<'_>) -> Result<JobAction, DecisionErr
             if !workload_matches_job(job, &pod_sets, suspended, workload, input.flavors) =>
         {
             let key = key(workload);
-            if suspended && !condition_true(workload, condition::QUOTA_RESERVED) {
+            if suspended && !workload.is_condition_true(condition::QUOTA_RESERVED) {
                 let priority =
                     match resolve_priority(framework, job, &pod_sets, input.priority_classes) {
                         Ok(priority) => priority,
@@ -280,7 +281,7 @@ pub fn reconcile_decision(input: &JobInput<'_>) -> Result<JobAction, DecisionErr
         let current = workload_priority_class_name(workload);
         let follows_label = match &workload.spec.priority_class_ref {
             Some(class) => class.kind == PriorityClassKind::WorkloadPriorityClass,
-            None => !condition_true(workload, condition::QUOTA_RESERVED),
+            None => !workload.is_condition_true(condition::QUOTA_RESERVED),
         };
         if follows_label && from_label != current {
             let priority = match resolve_priority(framework, job, &pod_sets, input.priority_classes)
@@ -303,7 +304,7 @@ pub fn reconcile_decision(input: &JobInput<'_>) -> Result<JobAction, DecisionErr
 
     // 2. A finished Workload lets go of the job.
     if let Some(workload) = workload
-        && condition_true(workload, condition::FINISHED)
+        && workload.is_condition_true(condition::FINISHED)
     {
         return Ok(if has_finalizer(workload) {
             JobAction::RemoveFinalizer {
@@ -402,12 +403,10 @@ pub fn reconcile_decision(input: &JobInput<'_>) -> Result<JobAction, DecisionErr
         let wanted = status::pods_ready_condition(workload, framework.pods_ready(job), now);
         if !status::has_condition_like(workload, &wanted) {
             let mut new_status = status::status_of(workload);
-            status::set_condition(&mut new_status, wanted);
+            set_condition(&mut new_status.conditions, wanted);
             return Ok(write_status(new_status));
         }
-        if workload.spec.is_active()
-            && status::true_condition(workload, condition::EVICTED).is_none()
-        {
+        if workload.spec.is_active() && workload.true_condition(condition::EVICTED).is_none() {
             match status::pods_ready_timeout(workload, wait.timeout, wait.recovery_timeout, now) {
                 PodsReadyTimeout::NotCounting => {}
                 PodsReadyTimeout::Remaining(left) => recheck_after = Some(left),
@@ -419,7 +418,7 @@ pub fn reconcile_decision(input: &JobInput<'_>) -> Result<JobAction, DecisionErr
     }
 
     // 8. An evicted Workload stops the job; once no pods are left the quota is released.
-    if let Some(evicted) = status::true_condition(workload, condition::EVICTED) {
+    if let Some(evicted) = workload.true_condition(condition::EVICTED) {
         if let Some(step) = stop_step(
             framework,
             job,
@@ -428,7 +427,7 @@ pub fn reconcile_decision(input: &JobInput<'_>) -> Result<JobAction, DecisionErr
         ) {
             return Ok(step);
         }
-        if condition_true(workload, condition::QUOTA_RESERVED) {
+        if workload.is_condition_true(condition::QUOTA_RESERVED) {
             if framework.is_active(job) {
                 return Ok(JobAction::Nothing);
             }
@@ -441,12 +440,12 @@ pub fn reconcile_decision(input: &JobInput<'_>) -> Result<JobAction, DecisionErr
 
     // 9. A suspended job starts once admitted, and carries queue-name changes over.
     if suspended {
-        if condition_true(workload, condition::ADMITTED) {
+        if workload.is_condition_true(condition::ADMITTED) {
             return start_job(input, workload);
         }
         let queue_name = jobs::queue_name(job).map(str::to_string);
         if workload.spec.queue_name != queue_name
-            && !condition_true(workload, condition::QUOTA_RESERVED)
+            && !workload.is_condition_true(condition::QUOTA_RESERVED)
         {
             let mut spec = workload.spec.clone();
             spec.queue_name = queue_name;
@@ -459,7 +458,7 @@ pub fn reconcile_decision(input: &JobInput<'_>) -> Result<JobAction, DecisionErr
     }
 
     // 10. A running job without admission is stopped.
-    if !condition_true(workload, condition::ADMITTED)
+    if !workload.is_condition_true(condition::ADMITTED)
         && let Some(step) = stop_step(
             framework,
             job,
@@ -599,7 +598,10 @@ fn pods_ready_timeout(
     if let Some(limit) = strategy.backoff_limit_count
         && i64::from(count) + 1 > i64::from(limit)
     {
-        if status::true_condition(workload, condition::DEACTIVATION_TARGET).is_some() {
+        if workload
+            .true_condition(condition::DEACTIVATION_TARGET)
+            .is_some()
+        {
             return JobAction::Nothing;
         }
         return write_status(status::deactivation_target(workload, now));
@@ -625,10 +627,7 @@ fn pods_ready_timeout(
 /// After a `PodsReadyTimeout` (or admission check) eviction the Workload waits out its backoff,
 /// then becomes `Requeued=True` reason `BackoffFinished`.
 fn backoff_step(workload: &Workload, now: Timestamp) -> Option<JobAction> {
-    let requeued = workload
-        .status
-        .as_ref()
-        .and_then(|status| status::find(status, condition::REQUEUED))?;
+    let requeued = workload.condition(condition::REQUEUED)?;
     let backing_off = requeued.status == "False"
         && (requeued.reason == reason::PODS_READY_TIMEOUT
             || requeued.reason == reason::ADMISSION_CHECK);
@@ -661,15 +660,15 @@ fn write_status(status: WorkloadStatus) -> JobAction {
     }
 }
 
-fn patch_job(job: Value, event: Option<JobEvent>) -> JobAction {
+fn patch_job(job: Value, event: Option<Event>) -> JobAction {
     JobAction::PatchJob {
         job: Box::new(job),
         event,
     }
 }
 
-fn normal(reason: impl Into<String>, note: impl Into<String>) -> JobEvent {
-    JobEvent {
+fn normal(reason: impl Into<String>, note: impl Into<String>) -> Event {
+    Event {
         type_: EventType::Normal,
         reason: reason.into(),
         note: note.into(),

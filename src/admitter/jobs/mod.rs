@@ -44,14 +44,13 @@ pub use decision::{
     DecisionError, JobAction, JobInput, JobSettings, Parent, reconcile_decision, stop_step,
 };
 
-use crate::admitter::jobs::workload_builder::{
-    PodPriorityClass, PriorityClasses, PriorityError, condition_true,
-};
+use crate::admitter::jobs::workload_builder::{PodPriorityClass, PriorityClasses, PriorityError};
 use crate::api::constants::{JOB_UID_LABEL, RESOURCE_IN_USE_FINALIZER, condition, reason};
 use crate::api::v1beta2::{ResourceFlavorSpec, Workload, WorkloadStatus};
 use crate::config::Configuration;
 use crate::jobs::{self, FRAMEWORKS, JobFramework};
-use crate::k8s::events::{EventRecorder, JOB_CONTROLLER_NAME, JobEvent};
+use crate::k8s::events::{Event, EventRecorder, JOB_CONTROLLER_NAME};
+use crate::k8s::json::merge_patch;
 use crate::stores::Stores;
 
 /// Workers per controller when `controller.groupKindConcurrency` does not name the kind.
@@ -297,7 +296,7 @@ async fn reconcile_job(
         }
         JobAction::MissingPriorityClass(missing) => {
             if let PriorityError::WorkloadPriorityClassNotFound(_) = &missing {
-                let event = JobEvent {
+                let event = Event {
                     type_: kube::runtime::events::EventType::Warning,
                     reason: "WorkloadPriorityClassNotFound".to_string(),
                     note: missing.to_string(),
@@ -364,7 +363,7 @@ async fn apply_to_workload(
             let new = to_json(spec.as_ref(), "workload spec")?;
             let body = json!({
                 "metadata": {"resourceVersion": workload.resource_version()},
-                "spec": merge_diff(&old, &new),
+                "spec": merge_patch(&old, &new),
             });
             workloads
                 .patch(&name, &PatchParams::default(), &Patch::Merge(&body))
@@ -458,8 +457,8 @@ async fn parent_of(
         .await?
         .is_some_and(|workload| {
             is_controlled_by(&workload, &owner.uid)
-                && condition_true(&workload, condition::ADMITTED)
-                && !condition_true(&workload, condition::FINISHED)
+                && workload.is_condition_true(condition::ADMITTED)
+                && !workload.is_condition_true(condition::FINISHED)
         });
     Ok(Parent::Managed { workload_admitted })
 }
@@ -563,7 +562,7 @@ async fn reconcile_workload(
             let mut current = (*workload).clone();
             if workload.metadata.deletion_timestamp.is_none()
                 && shared.settings.finish_orphaned_workloads
-                && !condition_true(&workload, condition::FINISHED)
+                && !workload.is_condition_true(condition::FINISHED)
             {
                 let finished = status::finish(
                     &workload,
@@ -648,7 +647,7 @@ async fn patch_workload_status(
     };
     let body = json!({
         "metadata": {"resourceVersion": workload.resource_version()},
-        "status": merge_diff(&old, &to_json(new, "workload status")?),
+        "status": merge_patch(&old, &to_json(new, "workload status")?),
     });
     Ok(workloads
         .patch_status(
@@ -685,7 +684,7 @@ async fn remove_finalizer(workloads: &Api<Workload>, workload: &Workload) -> Res
     }
 }
 
-async fn record(shared: &SharedContext, object: &ObjectReference, event: Option<JobEvent>) {
+async fn record(shared: &SharedContext, object: &ObjectReference, event: Option<Event>) {
     if let Some(event) = event {
         shared.events.record(object, &event).await;
     }
@@ -707,40 +706,12 @@ pub fn guarded_patch(current: &Value, target: &Value) -> json_patch::Patch {
     patch
 }
 
-/// The JSON merge patch (RFC 7386) that turns `old` into `new`: changed and added keys, `null`
-/// for removed ones, arrays replaced whole.
-pub fn merge_diff(old: &Value, new: &Value) -> Value {
-    match (old, new) {
-        (Value::Object(old), Value::Object(new)) => {
-            let mut patch = Map::new();
-            for (key, old_value) in old {
-                match new.get(key) {
-                    None => {
-                        patch.insert(key.clone(), Value::Null);
-                    }
-                    Some(new_value) if new_value != old_value => {
-                        patch.insert(key.clone(), merge_diff(old_value, new_value));
-                    }
-                    Some(_) => {}
-                }
-            }
-            for (key, new_value) in new {
-                if !old.contains_key(key) {
-                    patch.insert(key.clone(), new_value.clone());
-                }
-            }
-            Value::Object(patch)
-        }
-        _ => new.clone(),
-    }
-}
-
 fn to_json<T: serde::Serialize>(value: &T, what: &'static str) -> Result<Value, Error> {
     serde_json::to_value(value).map_err(|source| Error::Serialize { what, source })
 }
 
-fn normal(reason: &str, note: String) -> JobEvent {
-    JobEvent {
+fn normal(reason: &str, note: String) -> Event {
+    Event {
         type_: kube::runtime::events::EventType::Normal,
         reason: reason.to_string(),
         note,

@@ -11,32 +11,13 @@ use crate::api::constants::{condition, reason};
 use crate::api::v1beta2::{
     RequeueState, SchedulingStats, Workload, WorkloadSchedulingStatsEviction, WorkloadStatus,
 };
+use crate::k8s::conditions::{self, new_condition, set_condition};
 
 /// The `PodsReady` reason of Kueue versions before `WaitForStart`; it counts as waiting to start.
 const LEGACY_PODS_READY_REASON: &str = "PodsReady";
 
-/// Kueue truncates condition messages to this many bytes (`api.TruncateConditionMessage`).
-const MAX_CONDITION_MESSAGE: usize = 32 * 1024;
-
-/// The condition of this type, if present.
-pub fn find<'a>(status: &'a WorkloadStatus, condition_type: &str) -> Option<&'a Condition> {
-    status
-        .conditions
-        .iter()
-        .find(|condition| condition.type_ == condition_type)
-}
-
-/// The Workload's condition of this type when its status is `True`.
-pub fn true_condition<'a>(workload: &'a Workload, condition_type: &str) -> Option<&'a Condition> {
-    workload
-        .status
-        .as_ref()
-        .and_then(|status| find(status, condition_type))
-        .filter(|condition| condition.status == "True")
-}
-
-/// A condition with `lastTransitionTime` `now` and the Workload's generation.
-pub fn new_condition(
+/// A condition of the Workload with its generation, transitioning at `now`.
+fn workload_condition(
     workload: &Workload,
     condition_type: &str,
     status: bool,
@@ -44,40 +25,10 @@ pub fn new_condition(
     message: &str,
     now: Timestamp,
 ) -> Condition {
-    Condition {
-        type_: condition_type.to_string(),
-        status: if status { "True" } else { "False" }.to_string(),
-        reason: reason.to_string(),
-        message: truncate(message),
-        last_transition_time: Time(now),
-        observed_generation: workload.metadata.generation,
-    }
-}
-
-/// Adds or updates a condition by type; the transition time changes only with the status.
-/// Returns whether anything changed.
-pub fn set_condition(status: &mut WorkloadStatus, new: Condition) -> bool {
-    match status
-        .conditions
-        .iter_mut()
-        .find(|existing| existing.type_ == new.type_)
-    {
-        Some(existing) => {
-            let before = existing.clone();
-            if existing.status != new.status {
-                existing.status = new.status;
-                existing.last_transition_time = new.last_transition_time;
-            }
-            existing.reason = new.reason;
-            existing.message = new.message;
-            existing.observed_generation = new.observed_generation;
-            *existing != before
-        }
-        None => {
-            status.conditions.push(new);
-            true
-        }
-    }
+    new_condition(condition_type, status, reason)
+        .message(message)
+        .generation(workload.metadata.generation)
+        .at(now)
 }
 
 /// The Workload's status, or an empty one.
@@ -89,8 +40,8 @@ pub fn status_of(workload: &Workload) -> WorkloadStatus {
 pub fn finish(workload: &Workload, reason: &str, message: &str, now: Timestamp) -> WorkloadStatus {
     let mut status = status_of(workload);
     set_condition(
-        &mut status,
-        new_condition(workload, condition::FINISHED, true, reason, message, now),
+        &mut status.conditions,
+        workload_condition(workload, condition::FINISHED, true, reason, message, now),
     );
     status
 }
@@ -107,8 +58,8 @@ pub fn clear_reservation(
     let mut status = status_of(workload);
     let requeued = evicted.reason == reason::PREEMPTED || evicted.reason == reason::NODE_FAILURES;
     set_condition(
-        &mut status,
-        new_condition(
+        &mut status.conditions,
+        workload_condition(
             workload,
             condition::REQUEUED,
             requeued,
@@ -118,8 +69,8 @@ pub fn clear_reservation(
         ),
     );
     set_condition(
-        &mut status,
-        new_condition(
+        &mut status.conditions,
+        workload_condition(
             workload,
             condition::QUOTA_RESERVED,
             false,
@@ -129,7 +80,7 @@ pub fn clear_reservation(
         ),
     );
     status.admission = None;
-    if let Some(admitted) = find(&status, condition::ADMITTED).filter(|c| c.status == "True") {
+    if let Some(admitted) = conditions::find_true(&status.conditions, condition::ADMITTED) {
         let seconds = now
             .duration_since(admitted.last_transition_time.0)
             .as_secs();
@@ -141,8 +92,8 @@ pub fn clear_reservation(
                 .saturating_add(seconds),
         );
         set_condition(
-            &mut status,
-            new_condition(
+            &mut status.conditions,
+            workload_condition(
                 workload,
                 condition::ADMITTED,
                 false,
@@ -161,7 +112,7 @@ pub fn pods_ready_condition(workload: &Workload, pods_ready: bool, now: Timestam
     const WAITING_FOR_RECOVERY: &str = "At least one pod has failed, waiting for recovery";
     const READY: &str = "All pods reached readiness and the workload is running";
     let make = |status, reason, message| {
-        new_condition(
+        workload_condition(
             workload,
             condition::PODS_READY,
             status,
@@ -170,13 +121,10 @@ pub fn pods_ready_condition(workload: &Workload, pods_ready: bool, now: Timestam
             now,
         )
     };
-    if true_condition(workload, condition::ADMITTED).is_none() {
+    if workload.true_condition(condition::ADMITTED).is_none() {
         return make(false, reason::WAIT_FOR_START, NOT_READY);
     }
-    let current = workload
-        .status
-        .as_ref()
-        .and_then(|status| find(status, condition::PODS_READY));
+    let current = workload.condition(condition::PODS_READY);
     let recovering = current
         .is_some_and(|c| c.reason == reason::WAIT_FOR_RECOVERY || c.reason == reason::RECOVERED);
     match current {
@@ -192,9 +140,7 @@ pub fn pods_ready_condition(workload: &Workload, pods_ready: bool, now: Timestam
 /// Whether the Workload already has a condition of this type with the same status and reason.
 pub fn has_condition_like(workload: &Workload, wanted: &Condition) -> bool {
     workload
-        .status
-        .as_ref()
-        .and_then(|status| find(status, &wanted.type_))
+        .condition(&wanted.type_)
         .is_some_and(|c| c.status == wanted.status && c.reason == wanted.reason)
 }
 
@@ -217,13 +163,10 @@ pub fn pods_ready_timeout(
     recovery_timeout: Duration,
     now: Timestamp,
 ) -> PodsReadyTimeout {
-    let Some(admitted) = true_condition(workload, condition::ADMITTED) else {
+    let Some(admitted) = workload.true_condition(condition::ADMITTED) else {
         return PodsReadyTimeout::NotCounting;
     };
-    let pods_ready = workload
-        .status
-        .as_ref()
-        .and_then(|status| find(status, condition::PODS_READY));
+    let pods_ready = workload.condition(condition::PODS_READY);
     let (since, limit, cause) = match pods_ready {
         Some(c) if c.status == "True" => return PodsReadyTimeout::NotCounting,
         Some(c) if c.reason == reason::WAIT_FOR_RECOVERY => (
@@ -272,8 +215,8 @@ pub fn evict_for_pods_ready_timeout(
 ) -> WorkloadStatus {
     let mut status = status_of(workload);
     set_condition(
-        &mut status,
-        new_condition(
+        &mut status.conditions,
+        workload_condition(
             workload,
             condition::EVICTED,
             true,
@@ -325,8 +268,8 @@ fn count_eviction(status: &mut WorkloadStatus, eviction_reason: &str, underlying
 pub fn deactivation_target(workload: &Workload, now: Timestamp) -> WorkloadStatus {
     let mut status = status_of(workload);
     set_condition(
-        &mut status,
-        new_condition(
+        &mut status.conditions,
+        workload_condition(
             workload,
             condition::DEACTIVATION_TARGET,
             true,
@@ -346,8 +289,8 @@ pub fn backoff_finished(workload: &Workload, now: Timestamp) -> WorkloadStatus {
         requeue.requeue_at = None;
     }
     set_condition(
-        &mut status,
-        new_condition(
+        &mut status.conditions,
+        workload_condition(
             workload,
             condition::REQUEUED,
             true,
@@ -357,15 +300,4 @@ pub fn backoff_finished(workload: &Workload, now: Timestamp) -> WorkloadStatus {
         ),
     );
     status
-}
-
-fn truncate(message: &str) -> String {
-    if message.len() <= MAX_CONDITION_MESSAGE {
-        return message.to_string();
-    }
-    let mut end = MAX_CONDITION_MESSAGE;
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    message[..end].to_string()
 }

@@ -16,6 +16,7 @@ use crate::admitter::jobs::workload_builder::{PodPriorityClass, PriorityClasses,
 use crate::api::v1beta2::{RequeueState, Workload, WorkloadStatus};
 use crate::config::LoadOptions;
 use crate::jobs::{BatchJob, JobFramework, PYTORCH_JOB};
+use crate::k8s::conditions::set_condition;
 
 fn settings() -> JobSettings {
     let config = Configuration::from_defaults(&LoadOptions::default()).expect("defaults");
@@ -87,8 +88,8 @@ impl<'a> Case<'a> {
     }
 }
 
-fn event(reason: &str, note: &str) -> Option<JobEvent> {
-    Some(JobEvent {
+fn event(reason: &str, note: &str) -> Option<Event> {
+    Some(Event {
         type_: EventType::Normal,
         reason: reason.to_string(),
         note: note.to_string(),
@@ -106,7 +107,7 @@ fn status_of(action: JobAction) -> WorkloadStatus {
     }
 }
 
-fn patched_job(action: JobAction) -> (Value, Option<JobEvent>) {
+fn patched_job(action: JobAction) -> (Value, Option<Event>) {
     match action {
         JobAction::PatchJob { job, event } => (*job, event),
         other => panic!("expected a job patch, got {other:?}"),
@@ -400,7 +401,7 @@ fn a_changed_job_with_reserved_quota_replaces_its_workload() {
     assert_eq!(
         Case::new(&BatchJob, bigger).workload(admitted).action(),
         JobAction::DeleteWorkload {
-            event: JobEvent {
+            event: Event {
                 type_: EventType::Normal,
                 reason: "DeletedWorkload".to_string(),
                 note: "Deleted not matching Workload: ns/job-sample-4742f".to_string(),
@@ -987,7 +988,7 @@ fn set_condition_moves_the_transition_time_only_with_the_status() {
         ..WorkloadStatus::default()
     };
     let unchanged_status = condition("PodsReady", "False", "WaitForRecovery", "b", NOW);
-    assert!(status::set_condition(&mut status, unchanged_status));
+    assert!(set_condition(&mut status.conditions, unchanged_status));
     assert_eq!(
         status.conditions,
         vec![condition(
@@ -998,25 +999,15 @@ fn set_condition_moves_the_transition_time_only_with_the_status() {
             "2025-06-01T10:00:00Z"
         )]
     );
-    assert!(!status::set_condition(
-        &mut status,
+    assert!(!set_condition(
+        &mut status.conditions,
         condition("PodsReady", "False", "WaitForRecovery", "b", NOW)
     ));
-    assert!(status::set_condition(
-        &mut status,
+    assert!(set_condition(
+        &mut status.conditions,
         condition("PodsReady", "True", "Started", "c", NOW)
     ));
     assert_eq!(status.conditions[0].last_transition_time, Time(now()));
-}
-
-#[test]
-fn merge_diff_nulls_what_was_removed() {
-    let old = json!({"admission": {"clusterQueue": "cq"}, "conditions": [1, 2], "same": {"a": 1}});
-    let new = json!({"conditions": [1], "same": {"a": 1}, "requeueState": {"count": 1}});
-    assert_eq!(
-        merge_diff(&old, &new),
-        json!({"admission": null, "conditions": [1], "requeueState": {"count": 1}})
-    );
 }
 
 #[test]

@@ -17,6 +17,7 @@ use crate::api::v1beta2::{
     WorkloadSpec,
 };
 use crate::jobs::{self, JobError, JobFramework, PodSet, PodSetInfo, pod_sets_equivalent};
+use crate::k8s::json::label;
 
 /// Priority values known to the cluster, as read from the watch caches.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -266,14 +267,14 @@ pub fn workload_matches_job(
     if workload.spec.maximum_execution_time_seconds != maximum_execution_time_seconds(job) {
         return false;
     }
-    let admitted = condition_true(workload, condition::ADMITTED);
+    let admitted = workload.is_condition_true(condition::ADMITTED);
     let spec_pod_sets: Vec<PodSet> = workload
         .spec
         .pod_sets
         .iter()
         .map(from_workload_pod_set)
         .collect();
-    if condition_true(workload, condition::QUOTA_RESERVED)
+    if workload.is_condition_true(condition::QUOTA_RESERVED)
         && let Some(running) = running_pod_sets(workload, flavors)
     {
         return pod_sets_equivalent(job_pod_sets, &running, admitted)
@@ -386,20 +387,6 @@ pub fn pod_set_infos(
     Ok(infos)
 }
 
-/// Whether the Workload's condition of this type is `True`.
-pub fn condition_true(workload: &Workload, condition_type: &str) -> bool {
-    workload
-        .status
-        .as_ref()
-        .and_then(|status| {
-            status
-                .conditions
-                .iter()
-                .find(|condition| condition.type_ == condition_type)
-        })
-        .is_some_and(|condition| condition.status == "True")
-}
-
 /// Name of the WorkloadPriorityClass a Workload's priority came from, empty for other sources.
 pub fn workload_priority_class_name(workload: &Workload) -> &str {
     workload
@@ -421,13 +408,6 @@ fn maximum_execution_time_seconds(job: &Value) -> Option<i32> {
     label(job, MAX_EXEC_TIME_SECONDS_LABEL)
         .and_then(|text| text.parse::<i32>().ok())
         .filter(|seconds| *seconds > 0)
-}
-
-fn label<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
-    object
-        .pointer("/metadata/labels")
-        .and_then(|labels| labels.get(key))
-        .and_then(Value::as_str)
 }
 
 /// Kubernetes `IsValidLabelValue`: at most 63 characters, alphanumerics with `-_.` inside.

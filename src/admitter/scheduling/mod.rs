@@ -20,8 +20,8 @@ use tokio::sync::{broadcast, watch};
 use tokio::task::JoinSet;
 
 use crate::admitter::scheduling::cluster_state::{
-    ClusterState, ConversionOptions, Converted, LocalQueueRef, PendingWorkload, WorkloadCache,
-    convert_cached, is_true, resource_requests, scheduler_config, workload_key,
+    ClusterState, Converted, LocalQueueRef, PendingWorkload, WorkloadCache, convert_cached,
+    resource_requests,
 };
 use crate::admitter::writers::queue_status::{
     self, ClusterQueueFacts, DesiredStatuses, LocalQueueFacts, QueueUsage,
@@ -37,6 +37,7 @@ use crate::metrics::{
     AdmitterMetrics, AttemptLabels, ClusterQueueLabels, ClusterQueueStatusLabels, Metrics,
     ReplicaRole,
 };
+use crate::quota::from_api::{ConversionOptions, scheduler_config, workload_key};
 use crate::quota::model::{self, FlavorResource, Quantity};
 use crate::quota::{Decision, PendingReason, Queues, RequeueScope, SchedulerConfig, cycle};
 use crate::stores::{Stores, StoresNotReady};
@@ -190,7 +191,7 @@ impl Overlay {
             workloads
                 .get(key)
                 .filter(|workload| workload.uid().as_deref() == Some(uid))
-                .filter(|workload| !is_true(workload, condition::FINISHED))
+                .filter(|workload| !workload.is_condition_true(condition::FINISHED))
         };
         self.admissions.retain(|key, entry| {
             current(key, &entry.uid).is_some_and(|workload| {
@@ -208,7 +209,7 @@ impl Overlay {
                     .as_ref()
                     .is_some_and(|status| status.admission.is_some());
                 holds
-                    && !is_true(workload, condition::EVICTED)
+                    && !workload.is_condition_true(condition::EVICTED)
                     && !reflects(workload, entry.resource_version.as_deref())
             })
         });

@@ -2,8 +2,8 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::admitter::fixtures::{cluster_queue, flavor, local_queue, namespace, ts, workload};
 use crate::admitter::scheduling::cluster_state::{Holder, convert};
+use crate::testing::objects::{cluster_queue, flavor, local_queue, namespace, ts, workload};
 
 fn state(workloads: Vec<api::Workload>) -> ClusterState {
     ClusterState {

@@ -19,11 +19,13 @@ use kube::{Api, Client, ResourceExt};
 use serde::Serialize;
 use tokio::sync::watch;
 
-use crate::admitter::scheduling::cluster_state::{Holder, LocalQueueRef, missing_flavors};
-use crate::admitter::writers::workload_status::{merge_patch, new_condition, set_condition};
+use crate::admitter::scheduling::cluster_state::{Holder, LocalQueueRef};
 use crate::api::constants::{condition, reason};
 use crate::api::v1beta2 as api;
+use crate::k8s::conditions::{new_condition, set_condition};
+use crate::k8s::json::merge_patch;
 use crate::k8s::quantity::format_quantity;
+use crate::quota::from_api::missing_flavors;
 use crate::quota::model::{FlavorResource, Quantity};
 use crate::stores::Stores;
 
@@ -261,7 +263,7 @@ fn active_condition(
             new_condition(condition::ACTIVE, false, inactive_reason).message(message)
         }
     };
-    set_condition(&mut conditions, new.generation(generation), now);
+    set_condition(&mut conditions, new.generation(generation).at(now));
     conditions
 }
 

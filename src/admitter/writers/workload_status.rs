@@ -11,28 +11,27 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client, Resource, ResourceExt};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::Semaphore;
 
-use crate::admitter::scheduling::cluster_state::{find_condition, is_true, workload_key};
 use crate::api::constants::{condition, reason};
 use crate::api::v1beta2 as api;
+use crate::k8s::conditions::{new_condition, set_condition};
+use crate::k8s::events::{Event, EventRecorder};
+use crate::k8s::json::merge_patch;
 use crate::k8s::quantity::format_quantity;
 use crate::metrics::{
     AdmitterMetrics, EvictionLabels, PreemptionLabels, PriorityLabels, ReplicaRole,
 };
+use crate::quota::from_api::workload_key;
 use crate::quota::model;
 use crate::quota::{PendingReason, PreemptionReason};
 
 /// Name the scheduler reports events under, as Kueue's scheduler does.
 pub const EVENT_REPORTER: &str = "kueue-admission";
-/// Longest condition message Kubernetes accepts.
-const MAX_CONDITION_MESSAGE: usize = 32 * 1024;
-/// Longest event note Kubernetes accepts.
-const MAX_EVENT_MESSAGE: usize = 1024;
 /// Conflicts tolerated before an apply gives up (the next cycle decides again).
 const MAX_ATTEMPTS: usize = 5;
 /// Patches in flight at once.
@@ -121,7 +120,7 @@ impl Update {
         workload: &api::Workload,
         now: Timestamp,
     ) -> Result<Option<api::WorkloadStatus>, Skip> {
-        if is_true(workload, condition::FINISHED) {
+        if workload.is_condition_true(condition::FINISHED) {
             return Err(Skip::Finished);
         }
         let current = workload.status.clone().unwrap_or_default();
@@ -151,8 +150,8 @@ impl Update {
                     conditions,
                     new_condition(condition::QUOTA_RESERVED, true, reason::QUOTA_RESERVED)
                         .message(&reserved_message)
-                        .generation(generation),
-                    now,
+                        .generation(generation)
+                        .at(now),
                 );
                 reset_active_condition(conditions, condition::EVICTED, generation, now);
                 reset_active_condition(conditions, condition::PREEMPTED, generation, now);
@@ -160,8 +159,8 @@ impl Update {
                     conditions,
                     new_condition(condition::ADMITTED, true, reason::ADMITTED)
                         .message("The workload is admitted")
-                        .generation(generation),
-                    now,
+                        .generation(generation)
+                        .at(now),
                 );
                 status.resource_requests = Vec::new();
             }
@@ -177,18 +176,19 @@ impl Update {
                     &mut status.conditions,
                     new_condition(condition::QUOTA_RESERVED, false, pending_reason.as_str())
                         .message(message)
-                        .generation(generation),
-                    now,
+                        .generation(generation)
+                        .at(now),
                 );
-                if find_condition(workload, condition::ADMITTED)
+                if workload
+                    .condition(condition::ADMITTED)
                     .is_some_and(|admitted| admitted.status == "True")
                 {
                     set_condition(
                         &mut status.conditions,
                         new_condition(condition::ADMITTED, false, reason::NO_RESERVATION)
                             .message("The workload has no reservation")
-                            .generation(generation),
-                        now,
+                            .generation(generation)
+                            .at(now),
                     );
                 }
                 status.resource_requests = resource_requests.clone();
@@ -201,22 +201,22 @@ impl Update {
                 if !reserved {
                     return Err(Skip::NoReservation);
                 }
-                if is_true(workload, condition::EVICTED) {
+                if workload.is_condition_true(condition::EVICTED) {
                     return Err(Skip::AlreadyEvicted);
                 }
                 set_condition(
                     &mut status.conditions,
                     new_condition(condition::EVICTED, true, evicted_reason)
                         .message(message)
-                        .generation(generation),
-                    now,
+                        .generation(generation)
+                        .at(now),
                 );
                 if let Some(preemption) = preemption {
                     set_condition(
                         &mut status.conditions,
                         new_condition(condition::PREEMPTED, true, preemption.reason.as_str())
-                            .message(message),
-                        now,
+                            .message(message)
+                            .at(now),
                     );
                 }
                 count_eviction(&mut status, evicted_reason);
@@ -253,72 +253,6 @@ pub fn api_admission(admission: &model::Admission) -> api::Admission {
     }
 }
 
-/// A condition to set, built fluently.
-#[derive(Clone, Debug)]
-pub struct NewCondition<'a> {
-    type_: &'a str,
-    status: bool,
-    reason: &'a str,
-    message: &'a str,
-    generation: Option<i64>,
-}
-
-/// A condition of `type_` with `status` and `reason`, no message and no generation.
-pub fn new_condition<'a>(type_: &'a str, status: bool, reason: &'a str) -> NewCondition<'a> {
-    NewCondition {
-        type_,
-        status,
-        reason,
-        message: "",
-        generation: None,
-    }
-}
-
-impl<'a> NewCondition<'a> {
-    /// Sets the message.
-    pub fn message(mut self, message: &'a str) -> Self {
-        self.message = message;
-        self
-    }
-
-    /// Sets `observedGeneration`.
-    pub fn generation(mut self, generation: Option<i64>) -> Self {
-        self.generation = generation;
-        self
-    }
-}
-
-/// Sets a condition as apimachinery's `SetStatusCondition` does: appended when new; the
-/// transition time changes only with the status. Returns whether anything changed.
-pub fn set_condition(
-    conditions: &mut Vec<Condition>,
-    new: NewCondition<'_>,
-    now: Timestamp,
-) -> bool {
-    let status = if new.status { "True" } else { "False" };
-    let message = truncate(new.message, MAX_CONDITION_MESSAGE);
-    let Some(existing) = conditions.iter_mut().find(|c| c.type_ == new.type_) else {
-        conditions.push(Condition {
-            type_: new.type_.to_owned(),
-            status: status.to_owned(),
-            reason: new.reason.to_owned(),
-            message,
-            observed_generation: new.generation,
-            last_transition_time: Time(now),
-        });
-        return true;
-    };
-    let before = existing.clone();
-    if existing.status != status {
-        existing.status = status.to_owned();
-        existing.last_transition_time = Time(now);
-    }
-    existing.reason = new.reason.to_owned();
-    existing.message = message;
-    existing.observed_generation = new.generation;
-    *existing != before
-}
-
 /// Kueue's `resetActiveCondition`: a `True` condition becomes `False`, reason `QuotaReserved`,
 /// its message prefixed with `Previously: `.
 fn reset_active_condition(
@@ -338,8 +272,8 @@ fn reset_active_condition(
         conditions,
         new_condition(type_, false, reason::QUOTA_RESERVED)
             .message(&previous)
-            .generation(generation),
-        now,
+            .generation(generation)
+            .at(now),
     );
 }
 
@@ -379,44 +313,6 @@ fn reset_admission_checks(checks: &mut [api::AdmissionCheckState], now: Timestam
     }
 }
 
-/// `text` cut to at most `max` bytes on a character boundary, ending in `...` when cut.
-fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max.saturating_sub(3);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}...", &text[..end])
-}
-
-/// The JSON merge patch (RFC 7386) turning `old` into `new`: changed members are replaced
-/// (arrays whole), removed members are set to `null`, equal members are left out.
-pub fn merge_patch(old: &Value, new: &Value) -> Value {
-    match (old, new) {
-        (Value::Object(old), Value::Object(new)) => {
-            let mut patch = Map::new();
-            for (key, new_value) in new {
-                match old.get(key) {
-                    Some(old_value) if old_value == new_value => {}
-                    Some(old_value @ Value::Object(_)) if new_value.is_object() => {
-                        patch.insert(key.clone(), merge_patch(old_value, new_value));
-                    }
-                    _ => {
-                        patch.insert(key.clone(), new_value.clone());
-                    }
-                }
-            }
-            for key in old.keys().filter(|key| !new.contains_key(*key)) {
-                patch.insert(key.clone(), Value::Null);
-            }
-            Value::Object(patch)
-        }
-        _ => new.clone(),
-    }
-}
-
 /// The status patch of a Workload: the merge patch from its status to `status`, guarded by
 /// its `resourceVersion`.
 pub fn status_patch(workload: &api::Workload, status: &api::WorkloadStatus) -> Value {
@@ -452,7 +348,8 @@ pub enum Outcome {
 
 /// Seconds since the workload was queued: creation, or its last `Requeued` transition.
 fn queued_wait_seconds(workload: &api::Workload, now: Timestamp) -> f64 {
-    let queued = find_condition(workload, condition::REQUEUED)
+    let queued = workload
+        .condition(condition::REQUEUED)
         .map(|requeued| requeued.last_transition_time.0)
         .or_else(|| workload.metadata.creation_timestamp.as_ref().map(|t| t.0))
         .unwrap_or(now);
@@ -481,7 +378,7 @@ fn priorities(preemptor: i32, preemptee: i32) -> String {
 pub struct Applier {
     client: Client,
     workloads: Store<api::Workload>,
-    recorder: Recorder,
+    recorder: EventRecorder,
     metrics: AdmitterMetrics,
     role: ReplicaRole,
     permits: Arc<Semaphore>,
@@ -495,13 +392,7 @@ impl Applier {
         metrics: AdmitterMetrics,
         role: ReplicaRole,
     ) -> Self {
-        let recorder = Recorder::new(
-            client.clone(),
-            Reporter {
-                controller: EVENT_REPORTER.to_owned(),
-                instance: None,
-            },
-        );
+        let recorder = EventRecorder::new(client.clone(), EVENT_REPORTER);
         Self {
             client,
             workloads,
@@ -733,17 +624,11 @@ impl Applier {
         let event = Event {
             type_,
             reason: event_reason.to_owned(),
-            note: Some(truncate(&note, MAX_EVENT_MESSAGE)),
-            action: event_reason.to_owned(),
-            secondary: None,
+            note,
         };
-        if let Err(error) = self
-            .recorder
-            .publish(&event, &workload.object_ref(&()))
-            .await
-        {
-            tracing::debug!(%error, workload = %workload_key(workload), reason = event_reason, "cannot publish event");
-        }
+        self.recorder
+            .record(&workload.object_ref(&()), &event)
+            .await;
     }
 }
 

@@ -413,7 +413,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::api::fixtures::{v1beta1_cluster_queue, v1beta2_cluster_queue};
+    use crate::testing::api_versions::{v1beta1_cluster_queue, v1beta2_cluster_queue};
 
     #[test]
     fn converts_to_the_equivalent_v1beta2_object() {
@@ -528,7 +528,7 @@ mod tests {
                 name: "wl".to_owned(),
                 namespace: "ns".to_owned(),
             }],
-            last_change_time: crate::api::fixtures::time("2025-03-01T10:00:00Z"),
+            last_change_time: crate::testing::api_versions::time("2025-03-01T10:00:00Z"),
         });
         assert_eq!(v1beta2::ClusterQueue::from(v1), v1beta2_cluster_queue());
 

@@ -91,7 +91,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::api::fixtures::{quantities, time, v1beta1_cohort, v1beta2_cohort};
+    use crate::testing::api_versions::{quantities, time, v1beta1_cohort, v1beta2_cohort};
 
     #[test]
     fn converts_to_the_equivalent_v1beta2_object() {

@@ -246,7 +246,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::api::fixtures::{v1beta1_local_queue, v1beta2_local_queue};
+    use crate::testing::api_versions::{v1beta1_local_queue, v1beta2_local_queue};
 
     #[test]
     fn converts_to_the_equivalent_v1beta2_object() {

@@ -147,7 +147,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::api::fixtures::{v1beta1_multikueue_cluster, v1beta2_multikueue_cluster};
+    use crate::testing::api_versions::{v1beta1_multikueue_cluster, v1beta2_multikueue_cluster};
 
     #[test]
     fn converts_to_the_equivalent_v1beta2_object() {

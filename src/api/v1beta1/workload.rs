@@ -757,7 +757,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::api::fixtures::{v1beta1_workload, v1beta2_workload};
+    use crate::testing::api_versions::{v1beta1_workload, v1beta2_workload};
 
     #[test]
     fn converts_to_the_equivalent_v1beta2_object() {

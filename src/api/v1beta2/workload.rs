@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::constants::DEFAULT_POD_SET_NAME;
 use crate::api::schema;
+use crate::k8s::conditions;
 
 /// CEL prefix: the stored object holds a quota reservation.
 macro_rules! old_reserved {
@@ -128,6 +129,23 @@ pub struct WorkloadSpec {
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"])
     )]
     pub preemption_gates: Vec<PreemptionGate>,
+}
+
+impl Workload {
+    /// The status condition of this type, if present.
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        conditions::find(&self.status.as_ref()?.conditions, type_)
+    }
+
+    /// The status condition of this type when its status is `True`.
+    pub fn true_condition(&self, type_: &str) -> Option<&Condition> {
+        conditions::find_true(&self.status.as_ref()?.conditions, type_)
+    }
+
+    /// Whether the status condition of this type is `True`.
+    pub fn is_condition_true(&self, type_: &str) -> bool {
+        self.true_condition(type_).is_some()
+    }
 }
 
 impl WorkloadSpec {

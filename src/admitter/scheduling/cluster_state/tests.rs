@@ -1,14 +1,18 @@
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::admitter::fixtures::{
-    cluster_queue, flavor, flavor_with, limit_range, local_queue, namespace, stopped_local_queue,
-    ts, workload,
+use crate::config::RequeuingTimestamp;
+use crate::quota::model::{
+    Admission, FlavorResource, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm,
+    PodSet, PodSetAssignment, Toleration, TolerationOperator,
 };
-use crate::quota::model::FlavorResource;
+use crate::testing::objects::{
+    cluster_queue, flavor, limit_range, local_queue, namespace, stopped_local_queue, ts, workload,
+};
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -32,212 +36,6 @@ fn state() -> ClusterState {
 }
 
 #[test]
-fn cluster_queue_spec_becomes_the_model() {
-    let cq = cluster_queue("cq")
-        .cohort("all")
-        .group(
-            &["cpu", "memory"],
-            &[
-                ("on-demand", &[("cpu", "1500m"), ("memory", "1Gi")]),
-                ("spot", &[("cpu", "8"), ("memory", "4Gi")]),
-            ],
-        )
-        .spec("queueingStrategy", json!("StrictFIFO"))
-        .spec("stopPolicy", json!("Hold"))
-        .spec("fairSharing", json!({"weight": "500m"}))
-        .spec(
-            "namespaceSelector",
-            json!({"matchLabels": {"team": "a"}, "matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["prod"]}]}),
-        )
-        .spec(
-            "preemption",
-            json!({"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100}}),
-        )
-        .spec(
-            "flavorFungibility",
-            json!({"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor", "preference": "PreemptionOverBorrowing"}),
-        )
-        .build();
-    let mut with_limits = cq.clone();
-    with_limits.spec.resource_groups[0].flavors[0].resources[0].borrowing_limit = Some(
-        k8s_openapi::apimachinery::pkg::api::resource::Quantity("2".to_owned()),
-    );
-    with_limits.spec.resource_groups[0].flavors[0].resources[0].lending_limit = Some(
-        k8s_openapi::apimachinery::pkg::api::resource::Quantity("500m".to_owned()),
-    );
-    let flavors: BTreeSet<String> = ["on-demand".to_owned(), "spot".to_owned()].into();
-
-    let want = model::ClusterQueue {
-        name: "cq".to_owned(),
-        cohort: Some("all".to_owned()),
-        resource_groups: vec![ResourceGroup {
-            covered_resources: vec!["cpu".to_owned(), "memory".to_owned()],
-            flavors: vec![
-                FlavorQuotas {
-                    name: "on-demand".to_owned(),
-                    resources: vec![
-                        ResourceQuota {
-                            name: "cpu".to_owned(),
-                            nominal: 1500,
-                            borrowing_limit: Some(2000),
-                            lending_limit: Some(500),
-                        },
-                        ResourceQuota {
-                            name: "memory".to_owned(),
-                            nominal: 1 << 30,
-                            borrowing_limit: None,
-                            lending_limit: None,
-                        },
-                    ],
-                },
-                FlavorQuotas {
-                    name: "spot".to_owned(),
-                    resources: vec![
-                        ResourceQuota {
-                            name: "cpu".to_owned(),
-                            nominal: 8000,
-                            borrowing_limit: None,
-                            lending_limit: None,
-                        },
-                        ResourceQuota {
-                            name: "memory".to_owned(),
-                            nominal: 4 << 30,
-                            borrowing_limit: None,
-                            lending_limit: None,
-                        },
-                    ],
-                },
-            ],
-        }],
-        queueing_strategy: QueueingStrategy::StrictFifo,
-        namespace_selector: Some(LabelSelector {
-            match_labels: labels(&[("team", "a")]),
-            match_expressions: vec![LabelSelectorRequirement {
-                key: "env".to_owned(),
-                operator: LabelSelectorOperator::NotIn,
-                values: vec!["prod".to_owned()],
-            }],
-        }),
-        preemption: PreemptionConfig {
-            within_cluster_queue: PreemptionPolicy::LowerPriority,
-            reclaim_within_cohort: PreemptionPolicy::Any,
-            borrow_within_cohort: BorrowWithinCohort {
-                policy: BorrowWithinCohortPolicy::LowerPriority,
-                max_priority_threshold: Some(100),
-            },
-        },
-        flavor_fungibility: FlavorFungibility {
-            when_can_borrow: FungibilityPolicy::TryNextFlavor,
-            when_can_preempt: FungibilityPolicy::TryNextFlavor,
-            preference: Some(FungibilityPreference::PreemptionOverBorrowing),
-        },
-        stop_policy: StopPolicy::Hold,
-        fair_sharing_weight: 0.5,
-        active: true,
-    };
-    assert_eq!(cluster_queue_model(&with_limits, &flavors), want);
-}
-
-fn cluster_queue_model(cq: &api::ClusterQueue, flavors: &BTreeSet<String>) -> model::ClusterQueue {
-    super::cluster_queue(cq, flavors)
-}
-
-#[test]
-fn cluster_queue_defaults_and_inactivity() {
-    let cq = cluster_queue("cq")
-        .group(&["cpu"], &[("b", &[("cpu", "1")]), ("a", &[("cpu", "1")])])
-        .group(&["gpu"], &[("b", &[("gpu", "1")]), ("c", &[("gpu", "1")])])
-        .spec("namespaceSelector", json!(null))
-        .build();
-    let only_a: BTreeSet<String> = ["a".to_owned()].into();
-    assert_eq!(missing_flavors(&cq, &only_a), vec!["b", "c"]);
-    let model = cluster_queue_model(&cq, &only_a);
-    assert!(!model.active);
-    assert_eq!(
-        model.namespace_selector, None,
-        "no selector selects nothing"
-    );
-    assert_eq!(model.queueing_strategy, QueueingStrategy::BestEffortFifo);
-    assert_eq!(model.preemption, PreemptionConfig::default());
-    assert_eq!(model.flavor_fungibility, FlavorFungibility::default());
-    assert_eq!(model.fair_sharing_weight, 1.0);
-
-    let all: BTreeSet<String> = ["a", "b", "c"].map(str::to_owned).into();
-    assert!(cluster_queue_model(&cq, &all).active);
-    assert!(!cluster_queue_model(&cluster_queue("cq").deleting().build(), &all).active);
-    let bad_selector = cluster_queue("cq")
-        .spec(
-            "namespaceSelector",
-            json!({"matchExpressions": [{"key": "k", "operator": "Sometimes"}]}),
-        )
-        .build();
-    assert_eq!(
-        cluster_queue_model(&bad_selector, &all).namespace_selector,
-        None
-    );
-}
-
-#[test]
-fn flavors_and_cohorts_become_the_model() {
-    let spot = flavor_with(
-        "spot",
-        json!({
-            "nodeLabels": {"instance-type": "spot"},
-            "nodeTaints": [{"key": "spot", "value": "true", "effect": "NoSchedule"}],
-            "tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}],
-        }),
-    );
-    assert_eq!(
-        resource_flavor(&spot),
-        model::ResourceFlavor {
-            name: "spot".to_owned(),
-            node_labels: labels(&[("instance-type", "spot")]),
-            node_taints: vec![Taint {
-                key: "spot".to_owned(),
-                value: "true".to_owned(),
-                effect: TaintEffect::NoSchedule,
-            }],
-            tolerations: vec![Toleration {
-                key: "spot".to_owned(),
-                operator: TolerationOperator::Exists,
-                value: String::new(),
-                effect: Some(TaintEffect::NoSchedule),
-            }],
-        }
-    );
-
-    let cohort_object: api::Cohort = serde_json::from_value(json!({
-        "metadata": {"name": "child"},
-        "spec": {
-            "parentName": "root",
-            "fairSharing": {"weight": "2"},
-            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "3", "lendingLimit": "1"}]}]}],
-        },
-    }))
-    .unwrap();
-    assert_eq!(
-        cohort(&cohort_object),
-        model::Cohort {
-            name: "child".to_owned(),
-            parent: Some("root".to_owned()),
-            resource_groups: vec![ResourceGroup {
-                covered_resources: vec!["cpu".to_owned()],
-                flavors: vec![FlavorQuotas {
-                    name: "default".to_owned(),
-                    resources: vec![ResourceQuota {
-                        name: "cpu".to_owned(),
-                        nominal: 3000,
-                        borrowing_limit: None,
-                        lending_limit: Some(1000),
-                    }],
-                }],
-            }],
-            fair_sharing_weight: 2.0,
-        }
-    );
-}
-
-#[test]
 fn pending_workload_becomes_the_model_with_limit_range_defaults() {
     let mut state = state();
     state.limit_ranges = vec![Arc::new(limit_range(
@@ -248,7 +46,7 @@ fn pending_workload_becomes_the_model_with_limit_range_defaults() {
         .queue("lq")
         .priority(7)
         .label("kueue.x-k8s.io/job-uid", "job-1")
-        .status("requeueState", json!({"count": 1, "requeueAt": crate::admitter::fixtures::rfc3339(500)}))
+        .status("requeueState", json!({"count": 1, "requeueAt": crate::testing::objects::rfc3339(500)}))
         .pod_set_spec(
             "workers",
             3,
@@ -507,34 +305,6 @@ fn queue_order_follows_kueue_eviction_timestamps() {
             "{requeuing:?}"
         );
     }
-}
-
-#[test]
-fn configuration_maps_to_scheduler_settings() {
-    let mut config = Configuration::from_defaults(&crate::config::LoadOptions::default()).unwrap();
-    let defaults = scheduler_config(&config);
-    assert!(defaults.fair_sharing.is_none());
-    assert!(defaults.partial_admission);
-    assert_eq!((defaults.format_quantity)("cpu", 1500), "1500m");
-    assert_eq!((defaults.format_quantity)("memory", 1 << 30), "1Gi");
-
-    config.fair_sharing = Some(crate::config::FairSharing {
-        preemption_strategies: vec![PreemptionStrategy::LessThanInitialShare],
-    });
-    config.resources.exclude_resource_prefixes = vec!["x/".to_owned()];
-    assert_eq!(
-        scheduler_config(&config).fair_sharing,
-        Some(FairSharingConfig {
-            preemption_strategies: vec![FairSharingStrategy::LessThanInitialShare]
-        })
-    );
-    assert_eq!(
-        ConversionOptions::from_config(&config),
-        ConversionOptions {
-            excluded_resource_prefixes: vec!["x/".to_owned()],
-            requeuing_timestamp: RequeuingTimestamp::Eviction,
-        }
-    );
 }
 
 #[test]

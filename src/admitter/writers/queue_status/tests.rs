@@ -2,10 +2,10 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::admitter::fixtures::{
+use crate::quota::model;
+use crate::testing::objects::{
     cluster_queue, condition as api_condition, local_queue, stopped_local_queue, ts,
 };
-use crate::quota::model;
 
 fn holder(
     key: &str,
@@ -112,7 +112,7 @@ fn cluster_queue_status_reports_counts_usage_and_borrowing() {
             "conditions": [{
                 "type": "Active", "status": "True", "reason": "Ready",
                 "message": "Can admit new workloads", "observedGeneration": 1,
-                "lastTransitionTime": crate::admitter::fixtures::rfc3339(100),
+                "lastTransitionTime": crate::testing::objects::rfc3339(100),
             }],
             "flavorsReservation": usage("3500m", "1500m"),
             "flavorsUsage": usage("1500m", "0"),
@@ -137,7 +137,7 @@ fn cluster_queue_status_reports_counts_usage_and_borrowing() {
 #[test]
 fn inactive_cluster_queues_say_why() {
     let flavor_set = flavors(&["default"]);
-    let group = |builder: crate::admitter::fixtures::ClusterQueueBuilder| {
+    let group = |builder: crate::testing::objects::ClusterQueueBuilder| {
         builder.group(
             &["cpu"],
             &[
@@ -256,7 +256,7 @@ fn local_queue_status_follows_its_cluster_queue() {
             "conditions": [{
                 "type": "Active", "status": "True", "reason": "Ready",
                 "message": "Can submit new workloads to localQueue", "observedGeneration": 1,
-                "lastTransitionTime": crate::admitter::fixtures::rfc3339(100),
+                "lastTransitionTime": crate::testing::objects::rfc3339(100),
             }],
             "pendingWorkloads": 3,
             "reservingWorkloads": 2,

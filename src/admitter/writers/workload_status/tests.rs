@@ -4,7 +4,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::admitter::fixtures::{condition as api_condition, rfc3339, ts, workload};
+use crate::testing::objects::{condition as api_condition, rfc3339, ts, workload};
 
 fn admission(cluster_queue: &str) -> model::Admission {
     model::Admission {
@@ -202,7 +202,7 @@ fn pending_clears_a_stale_admitted_condition_and_skips_holders() {
     assert_eq!(update.status(&holder, ts(300)), Err(Skip::AlreadyAdmitted));
 }
 
-fn admitted_workload() -> crate::admitter::fixtures::WorkloadBuilder {
+fn admitted_workload() -> crate::testing::objects::WorkloadBuilder {
     workload("ns", "victim")
         .queue("lq")
         .priority(1)
@@ -285,76 +285,6 @@ fn eviction_applies_once_and_only_to_holders() {
     assert_eq!(update.status(&evicted, ts(300)), Err(Skip::AlreadyEvicted));
     let released = workload("ns", "victim").build();
     assert_eq!(update.status(&released, ts(300)), Err(Skip::NoReservation));
-}
-
-#[test]
-fn merge_patches_carry_only_differences() {
-    let cases = [
-        (
-            json!({"a": 1, "b": 2}),
-            json!({"a": 1, "b": 3}),
-            json!({"b": 3}),
-        ),
-        (json!({"a": 1, "b": 2}), json!({"a": 1}), json!({"b": null})),
-        (
-            json!({"a": {"x": 1, "y": 2}}),
-            json!({"a": {"x": 1, "y": 3, "z": 4}}),
-            json!({"a": {"y": 3, "z": 4}}),
-        ),
-        (
-            json!({"a": [1, 2]}),
-            json!({"a": [1, 3]}),
-            json!({"a": [1, 3]}),
-        ),
-        (
-            json!({"a": 1}),
-            json!({"a": {"x": 1}}),
-            json!({"a": {"x": 1}}),
-        ),
-        (json!({"a": 1}), json!({"a": 1}), json!({})),
-    ];
-    for (old, new, want) in cases {
-        let patch = merge_patch(&old, &new);
-        assert_eq!(patch, want, "{old} -> {new}");
-        let mut patched = old.clone();
-        json_patch::merge(&mut patched, &patch);
-        assert_eq!(patched, new, "applying the patch to {old}");
-    }
-}
-
-#[test]
-fn conditions_keep_their_transition_time_while_the_status_holds() {
-    let mut conditions = Vec::new();
-    assert!(set_condition(
-        &mut conditions,
-        new_condition("Active", true, "Ready").message("ok"),
-        ts(100)
-    ));
-    assert!(!set_condition(
-        &mut conditions,
-        new_condition("Active", true, "Ready").message("ok"),
-        ts(200)
-    ));
-    assert!(set_condition(
-        &mut conditions,
-        new_condition("Active", true, "Ready").message("still ok"),
-        ts(200)
-    ));
-    assert_eq!(conditions[0].last_transition_time, Time(ts(100)));
-    assert!(set_condition(
-        &mut conditions,
-        new_condition("Active", false, "Stopped"),
-        ts(300)
-    ));
-    assert_eq!(conditions[0].last_transition_time, Time(ts(300)));
-    assert_eq!(conditions.len(), 1);
-}
-
-#[test]
-fn long_messages_are_cut_on_character_boundaries() {
-    assert_eq!(truncate("short", 10), "short");
-    assert_eq!(truncate("0123456789abc", 10), "0123456...");
-    assert_eq!(truncate("ééééé", 6), "é...");
 }
 
 #[test]

@@ -7,13 +7,13 @@ use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, ResourceRe
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta, Time};
 
-use super::{v1beta1, v1beta2};
+use crate::api::{v1beta1, v1beta2};
 
-pub(crate) fn time(rfc3339: &str) -> Time {
+pub fn time(rfc3339: &str) -> Time {
     Time(rfc3339.parse().expect("valid timestamp"))
 }
 
-pub(crate) fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Condition {
+pub fn condition(type_: &str, status: &str, reason: &str, message: &str) -> Condition {
     Condition {
         type_: type_.to_owned(),
         status: status.to_owned(),
@@ -24,7 +24,7 @@ pub(crate) fn condition(type_: &str, status: &str, reason: &str, message: &str) 
     }
 }
 
-pub(crate) fn quantities(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
+pub fn quantities(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
     pairs
         .iter()
         .map(|(name, value)| ((*name).to_owned(), Quantity((*value).to_owned())))
@@ -93,7 +93,7 @@ fn preemption() -> v1beta2::ClusterQueuePreemption {
     }
 }
 
-pub(crate) fn v1beta2_cluster_queue() -> v1beta2::ClusterQueue {
+pub fn v1beta2_cluster_queue() -> v1beta2::ClusterQueue {
     v1beta2::ClusterQueue {
         metadata: meta("team-a", None),
         spec: v1beta2::ClusterQueueSpec {
@@ -145,7 +145,7 @@ pub(crate) fn v1beta2_cluster_queue() -> v1beta2::ClusterQueue {
     }
 }
 
-pub(crate) fn v1beta1_cluster_queue() -> v1beta1::ClusterQueue {
+pub fn v1beta1_cluster_queue() -> v1beta1::ClusterQueue {
     v1beta1::ClusterQueue {
         metadata: meta("team-a", None),
         spec: v1beta1::ClusterQueueSpec {
@@ -208,7 +208,7 @@ fn local_queue_fair_sharing() -> v1beta2::LocalQueueFairSharingStatus {
     }
 }
 
-pub(crate) fn v1beta2_local_queue() -> v1beta2::LocalQueue {
+pub fn v1beta2_local_queue() -> v1beta2::LocalQueue {
     v1beta2::LocalQueue {
         metadata: meta("user-queue", Some("team-a")),
         spec: v1beta2::LocalQueueSpec {
@@ -238,7 +238,7 @@ pub(crate) fn v1beta2_local_queue() -> v1beta2::LocalQueue {
     }
 }
 
-pub(crate) fn v1beta1_local_queue() -> v1beta1::LocalQueue {
+pub fn v1beta1_local_queue() -> v1beta1::LocalQueue {
     v1beta1::LocalQueue {
         metadata: meta("user-queue", Some("team-a")),
         spec: v1beta1::LocalQueueSpec {
@@ -377,7 +377,7 @@ fn launcher_assignment() -> (String, BTreeMap<String, String>, BTreeMap<String, 
     )
 }
 
-pub(crate) fn v1beta2_workload() -> v1beta2::Workload {
+pub fn v1beta2_workload() -> v1beta2::Workload {
     let (conditions, admission_checks) = workload_status_common();
     let (launcher, launcher_flavors, launcher_usage) = launcher_assignment();
     v1beta2::Workload {
@@ -450,7 +450,7 @@ pub(crate) fn v1beta2_workload() -> v1beta2::Workload {
     }
 }
 
-pub(crate) fn v1beta1_workload() -> v1beta1::Workload {
+pub fn v1beta1_workload() -> v1beta1::Workload {
     let (conditions, admission_checks) = workload_status_common();
     let (launcher, launcher_flavors, launcher_usage) = launcher_assignment();
     v1beta1::Workload {
@@ -523,7 +523,7 @@ pub(crate) fn v1beta1_workload() -> v1beta1::Workload {
     }
 }
 
-pub(crate) fn v1beta2_cohort() -> v1beta2::Cohort {
+pub fn v1beta2_cohort() -> v1beta2::Cohort {
     v1beta2::Cohort {
         metadata: meta("research", None),
         spec: v1beta2::CohortSpec {
@@ -539,7 +539,7 @@ pub(crate) fn v1beta2_cohort() -> v1beta2::Cohort {
     }
 }
 
-pub(crate) fn v1beta1_cohort() -> v1beta1::Cohort {
+pub fn v1beta1_cohort() -> v1beta1::Cohort {
     v1beta1::Cohort {
         metadata: meta("research", None),
         spec: v1beta1::CohortSpec {
@@ -558,7 +558,7 @@ pub(crate) fn v1beta1_cohort() -> v1beta1::Cohort {
     }
 }
 
-pub(crate) fn v1beta2_multikueue_cluster() -> v1beta2::MultiKueueCluster {
+pub fn v1beta2_multikueue_cluster() -> v1beta2::MultiKueueCluster {
     v1beta2::MultiKueueCluster {
         metadata: meta("worker-eu", None),
         spec: v1beta2::MultiKueueClusterSpec {
@@ -576,7 +576,7 @@ pub(crate) fn v1beta2_multikueue_cluster() -> v1beta2::MultiKueueCluster {
     }
 }
 
-pub(crate) fn v1beta1_multikueue_cluster() -> v1beta1::MultiKueueCluster {
+pub fn v1beta1_multikueue_cluster() -> v1beta1::MultiKueueCluster {
     v1beta1::MultiKueueCluster {
         metadata: meta("worker-eu", None),
         spec: v1beta1::MultiKueueClusterSpec {

@@ -1,4 +1,5 @@
-//! Builders of Kueue API objects for the admitter's unit tests.
+//! Builders of Kueue API objects (and the namespaces and LimitRanges around them), as typed
+//! objects built from JSON the way a user writes them.
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{LimitRange, Namespace};

@@ -1,0 +1,254 @@
+//! Tests of the per-object conversions and of the settings a Configuration implies.
+
+use std::collections::BTreeMap;
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+use crate::testing::objects::{self as fixtures, flavor_with};
+
+fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+#[test]
+fn cluster_queue_spec_becomes_the_model() {
+    let cq = fixtures::cluster_queue("cq")
+        .cohort("all")
+        .group(
+            &["cpu", "memory"],
+            &[
+                ("on-demand", &[("cpu", "1500m"), ("memory", "1Gi")]),
+                ("spot", &[("cpu", "8"), ("memory", "4Gi")]),
+            ],
+        )
+        .spec("queueingStrategy", json!("StrictFIFO"))
+        .spec("stopPolicy", json!("Hold"))
+        .spec("fairSharing", json!({"weight": "500m"}))
+        .spec(
+            "namespaceSelector",
+            json!({"matchLabels": {"team": "a"}, "matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["prod"]}]}),
+        )
+        .spec(
+            "preemption",
+            json!({"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100}}),
+        )
+        .spec(
+            "flavorFungibility",
+            json!({"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor", "preference": "PreemptionOverBorrowing"}),
+        )
+        .build();
+    let mut with_limits = cq.clone();
+    with_limits.spec.resource_groups[0].flavors[0].resources[0].borrowing_limit = Some(
+        k8s_openapi::apimachinery::pkg::api::resource::Quantity("2".to_owned()),
+    );
+    with_limits.spec.resource_groups[0].flavors[0].resources[0].lending_limit = Some(
+        k8s_openapi::apimachinery::pkg::api::resource::Quantity("500m".to_owned()),
+    );
+    let flavors: BTreeSet<String> = ["on-demand".to_owned(), "spot".to_owned()].into();
+
+    let want = model::ClusterQueue {
+        name: "cq".to_owned(),
+        cohort: Some("all".to_owned()),
+        resource_groups: vec![ResourceGroup {
+            covered_resources: vec!["cpu".to_owned(), "memory".to_owned()],
+            flavors: vec![
+                FlavorQuotas {
+                    name: "on-demand".to_owned(),
+                    resources: vec![
+                        ResourceQuota {
+                            name: "cpu".to_owned(),
+                            nominal: 1500,
+                            borrowing_limit: Some(2000),
+                            lending_limit: Some(500),
+                        },
+                        ResourceQuota {
+                            name: "memory".to_owned(),
+                            nominal: 1 << 30,
+                            borrowing_limit: None,
+                            lending_limit: None,
+                        },
+                    ],
+                },
+                FlavorQuotas {
+                    name: "spot".to_owned(),
+                    resources: vec![
+                        ResourceQuota {
+                            name: "cpu".to_owned(),
+                            nominal: 8000,
+                            borrowing_limit: None,
+                            lending_limit: None,
+                        },
+                        ResourceQuota {
+                            name: "memory".to_owned(),
+                            nominal: 4 << 30,
+                            borrowing_limit: None,
+                            lending_limit: None,
+                        },
+                    ],
+                },
+            ],
+        }],
+        queueing_strategy: QueueingStrategy::StrictFifo,
+        namespace_selector: Some(LabelSelector {
+            match_labels: labels(&[("team", "a")]),
+            match_expressions: vec![LabelSelectorRequirement {
+                key: "env".to_owned(),
+                operator: LabelSelectorOperator::NotIn,
+                values: vec!["prod".to_owned()],
+            }],
+        }),
+        preemption: PreemptionConfig {
+            within_cluster_queue: PreemptionPolicy::LowerPriority,
+            reclaim_within_cohort: PreemptionPolicy::Any,
+            borrow_within_cohort: BorrowWithinCohort {
+                policy: BorrowWithinCohortPolicy::LowerPriority,
+                max_priority_threshold: Some(100),
+            },
+        },
+        flavor_fungibility: FlavorFungibility {
+            when_can_borrow: FungibilityPolicy::TryNextFlavor,
+            when_can_preempt: FungibilityPolicy::TryNextFlavor,
+            preference: Some(FungibilityPreference::PreemptionOverBorrowing),
+        },
+        stop_policy: StopPolicy::Hold,
+        fair_sharing_weight: 0.5,
+        active: true,
+    };
+    assert_eq!(cluster_queue_model(&with_limits, &flavors), want);
+}
+
+fn cluster_queue_model(cq: &api::ClusterQueue, flavors: &BTreeSet<String>) -> model::ClusterQueue {
+    let Ok(cluster_queue) = super::cluster_queue(cq, flavors, &CountAsZero);
+    cluster_queue
+}
+
+#[test]
+fn cluster_queue_defaults_and_inactivity() {
+    let cq = fixtures::cluster_queue("cq")
+        .group(&["cpu"], &[("b", &[("cpu", "1")]), ("a", &[("cpu", "1")])])
+        .group(&["gpu"], &[("b", &[("gpu", "1")]), ("c", &[("gpu", "1")])])
+        .spec("namespaceSelector", json!(null))
+        .build();
+    let only_a: BTreeSet<String> = ["a".to_owned()].into();
+    assert_eq!(missing_flavors(&cq, &only_a), vec!["b", "c"]);
+    let model = cluster_queue_model(&cq, &only_a);
+    assert!(!model.active);
+    assert_eq!(
+        model.namespace_selector, None,
+        "no selector selects nothing"
+    );
+    assert_eq!(model.queueing_strategy, QueueingStrategy::BestEffortFifo);
+    assert_eq!(model.preemption, PreemptionConfig::default());
+    assert_eq!(model.flavor_fungibility, FlavorFungibility::default());
+    assert_eq!(model.fair_sharing_weight, 1.0);
+
+    let all: BTreeSet<String> = ["a", "b", "c"].map(str::to_owned).into();
+    assert!(cluster_queue_model(&cq, &all).active);
+    assert!(!cluster_queue_model(&fixtures::cluster_queue("cq").deleting().build(), &all).active);
+    let bad_selector = fixtures::cluster_queue("cq")
+        .spec(
+            "namespaceSelector",
+            json!({"matchExpressions": [{"key": "k", "operator": "Sometimes"}]}),
+        )
+        .build();
+    assert_eq!(
+        cluster_queue_model(&bad_selector, &all).namespace_selector,
+        None
+    );
+}
+
+#[test]
+fn flavors_and_cohorts_become_the_model() {
+    let spot = flavor_with(
+        "spot",
+        json!({
+            "nodeLabels": {"instance-type": "spot"},
+            "nodeTaints": [{"key": "spot", "value": "true", "effect": "NoSchedule"}],
+            "tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}],
+        }),
+    );
+    assert_eq!(
+        resource_flavor(&spot),
+        model::ResourceFlavor {
+            name: "spot".to_owned(),
+            node_labels: labels(&[("instance-type", "spot")]),
+            node_taints: vec![Taint {
+                key: "spot".to_owned(),
+                value: "true".to_owned(),
+                effect: TaintEffect::NoSchedule,
+            }],
+            tolerations: vec![Toleration {
+                key: "spot".to_owned(),
+                operator: TolerationOperator::Exists,
+                value: String::new(),
+                effect: Some(TaintEffect::NoSchedule),
+            }],
+        }
+    );
+
+    let cohort_object: api::Cohort = serde_json::from_value(json!({
+        "metadata": {"name": "child"},
+        "spec": {
+            "parentName": "root",
+            "fairSharing": {"weight": "2"},
+            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "3", "lendingLimit": "1"}]}]}],
+        },
+    }))
+    .unwrap();
+    assert_eq!(
+        {
+            let Ok(cohort) = cohort(&cohort_object, &CountAsZero);
+            cohort
+        },
+        model::Cohort {
+            name: "child".to_owned(),
+            parent: Some("root".to_owned()),
+            resource_groups: vec![ResourceGroup {
+                covered_resources: vec!["cpu".to_owned()],
+                flavors: vec![FlavorQuotas {
+                    name: "default".to_owned(),
+                    resources: vec![ResourceQuota {
+                        name: "cpu".to_owned(),
+                        nominal: 3000,
+                        borrowing_limit: None,
+                        lending_limit: Some(1000),
+                    }],
+                }],
+            }],
+            fair_sharing_weight: 2.0,
+        }
+    );
+}
+
+#[test]
+fn configuration_maps_to_scheduler_settings() {
+    let mut config = Configuration::from_defaults(&crate::config::LoadOptions::default()).unwrap();
+    let defaults = scheduler_config(&config);
+    assert!(defaults.fair_sharing.is_none());
+    assert!(defaults.partial_admission);
+    assert_eq!((defaults.format_quantity)("cpu", 1500), "1500m");
+    assert_eq!((defaults.format_quantity)("memory", 1 << 30), "1Gi");
+
+    config.fair_sharing = Some(crate::config::FairSharing {
+        preemption_strategies: vec![PreemptionStrategy::LessThanInitialShare],
+    });
+    config.resources.exclude_resource_prefixes = vec!["x/".to_owned()];
+    assert_eq!(
+        scheduler_config(&config).fair_sharing,
+        Some(FairSharingConfig {
+            preemption_strategies: vec![FairSharingStrategy::LessThanInitialShare]
+        })
+    );
+    assert_eq!(
+        ConversionOptions::from_config(&config),
+        ConversionOptions {
+            excluded_resource_prefixes: vec!["x/".to_owned()],
+            requeuing_timestamp: RequeuingTimestamp::Eviction,
+        }
+    );
+}
