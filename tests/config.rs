@@ -721,10 +721,10 @@ fn broken_cases() -> Vec<Broken> {
             "bad names",
             "namespace: Kuota_System\ninternalCertManagement:\n  webhookServiceName: 1-webhook\n  webhookSecretName: \"cert..secret\"\n",
             &[
-                "namespace: Invalid value: \"Kuota_System\": must be a lowercase RFC 1123 label: letters a-z, digits and '-', starting and ending with a letter or digit",
-                "leaderElection.resourceNamespace: Invalid value: \"Kuota_System\": must be a lowercase RFC 1123 label: letters a-z, digits and '-', starting and ending with a letter or digit",
-                "internalCertManagement.webhookServiceName: Invalid value: \"1-webhook\": must be a DNS-1035 label: letters a-z, digits and '-', starting with a letter and ending with a letter or digit",
-                "internalCertManagement.webhookSecretName: Invalid value: \"cert..secret\": must be a lowercase RFC 1123 subdomain: dot-separated labels of letters a-z, digits and '-', each starting and ending with a letter or digit",
+                "namespace: Invalid value: \"Kuota_System\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+                "leaderElection.resourceNamespace: Invalid value: \"Kuota_System\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+                "internalCertManagement.webhookServiceName: Invalid value: \"1-webhook\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+                "internalCertManagement.webhookSecretName: Invalid value: \"cert..secret\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
             ],
         ),
         broken(

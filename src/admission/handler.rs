@@ -17,11 +17,12 @@ use serde_json::Value;
 use tracing::{info, warn};
 
 use super::jobs::{default_job, validate_job};
-use super::kueue::{self, Violation};
+use super::kueue;
 use super::lookup::ClusterLookup;
 use super::table::{KueueKind, Target, webhook_table};
 use crate::api::v1beta2::{ClusterQueue, Cohort, ResourceFlavor, Workload};
 use crate::config::Configuration;
+use crate::k8s::field::{FieldError, aggregate};
 use crate::webhook::{AdmissionHandler, AdmissionRoute, Converter, WebhookType};
 
 /// The admission handler for every job kind and Kueue kind Kuota serves.
@@ -148,7 +149,7 @@ impl KuotaAdmission {
                     }),
                 };
                 match violations {
-                    Ok(violations) => match kueue::aggregate(&violations) {
+                    Ok(violations) => match aggregate(&violations) {
                         Some(message) => deny(request, &message),
                         None => AdmissionResponse::from(request),
                     },
@@ -196,8 +197,8 @@ fn namespace_of(request: &AdmissionRequest<DynamicObject>, object: &Value) -> St
 fn typed<K: DeserializeOwned>(
     object: &Value,
     old: Option<&Value>,
-    validate: impl FnOnce(&K, Option<&K>) -> Vec<Violation>,
-) -> Result<Vec<Violation>, String> {
+    validate: impl FnOnce(&K, Option<&K>) -> Vec<FieldError>,
+) -> Result<Vec<FieldError>, String> {
     let decode = |value: &Value| {
         K::deserialize(value).map_err(|err| format!("cannot decode the object: {err}"))
     };

@@ -36,7 +36,7 @@ use serde_json::Value;
 use tracing::warn;
 
 use super::capacity;
-use super::kueue::{self, Violation};
+use super::kueue;
 use super::lookup::{ClusterLookup, QuotaObjects};
 use crate::api::constants::{
     DEFAULT_LOCAL_QUEUE_NAME, DEFAULT_WORKLOAD_PRIORITY_CLASS_NAME, MAX_EXEC_TIME_SECONDS_LABEL,
@@ -44,8 +44,10 @@ use crate::api::constants::{
 };
 use crate::api::v1beta2::{ClusterQueue, StopPolicy};
 use crate::config::{Configuration, Feature, QueueReferencePolicy};
-use crate::jobs::{FieldError, JobFramework, ValidationInput, validation::go_atoi};
+use crate::jobs::{JobFramework, ValidationInput, validation::go_atoi};
+use crate::k8s::field::{ErrorType, FieldError, aggregate};
 use crate::k8s::json::{annotation, label, set_label};
+use crate::k8s::names;
 
 /// The prebuilt-workload annotation shares its key with the label.
 const PREBUILT_WORKLOAD_ANNOTATION: &str = PREBUILT_WORKLOAD_LABEL;
@@ -199,7 +201,7 @@ fn validate_label_as_name(job: &Value, key: &str) -> Vec<FieldError> {
     let Some(value) = label(job, key) else {
         return Vec::new();
     };
-    let errors = kueue::dns1123_subdomain_errors(value);
+    let errors = names::dns1123_subdomain(value);
     if errors.is_empty() {
         return Vec::new();
     }
@@ -214,7 +216,7 @@ fn validate_annotation_as_name(job: &Value, key: &str) -> Vec<FieldError> {
     let Some(value) = annotation(job, key) else {
         return Vec::new();
     };
-    let errors = kueue::dns1123_subdomain_errors(value);
+    let errors = names::dns1123_subdomain(value);
     if errors.is_empty() {
         return Vec::new();
     }
@@ -303,11 +305,11 @@ pub fn validate_on_create(
     framework: &dyn JobFramework,
     job: &Value,
     config: &Configuration,
-) -> Vec<Violation> {
+) -> Vec<FieldError> {
     let mut errors = validate_label_as_name(job, QUEUE_NAME_LABEL);
     errors.extend(validate_prebuilt_on_create(framework, job, config));
     errors.extend(validate_max_exec_time_on_create(job));
-    let mut violations: Vec<Violation> = errors.into_iter().map(Violation::Field).collect();
+    let mut violations = errors;
     if config.feature_gates.enabled(Feature::AdmissionGatedBy) {
         violations.extend(kueue::admission_gated_by_on_create(job));
     }
@@ -325,7 +327,7 @@ pub fn validate_on_update(
     new: &Value,
     default_queue_exists: bool,
     config: &Configuration,
-) -> Vec<Violation> {
+) -> Vec<FieldError> {
     let new_suspended = framework.is_suspended(new);
     let old_suspended = framework.is_suspended(old);
     let queue_path = label_path(QUEUE_NAME_LABEL);
@@ -379,24 +381,19 @@ pub fn validate_on_update(
         ));
     }
 
-    let mut violations: Vec<Violation> = errors.into_iter().map(Violation::Field).collect();
+    let mut violations = errors;
     if config.feature_gates.enabled(Feature::AdmissionGatedBy) {
         violations.extend(kueue::admission_gated_by_on_update(old, new));
     }
     violations
 }
 
-/// Splits violations into the field errors a framework combines and the rest.
-fn split(violations: Vec<Violation>) -> (Vec<FieldError>, Vec<Violation>) {
-    let mut field_errors = Vec::new();
-    let mut others = Vec::new();
-    for violation in violations {
-        match violation {
-            Violation::Field(error) => field_errors.push(error),
-            other => others.push(other),
-        }
-    }
-    (field_errors, others)
+/// Splits errors into those a framework combines with its own and those reported after them
+/// (a gate name too long), in the order Kuota has always reported them.
+fn split(violations: Vec<FieldError>) -> (Vec<FieldError>, Vec<FieldError>) {
+    violations
+        .into_iter()
+        .partition(|error| !matches!(error.error_type, ErrorType::TooLong | ErrorType::NotFound))
 }
 
 /// Kueue's validation of a job (common rules combined by the kind's own webhook); the
@@ -408,7 +405,7 @@ pub fn kueue_violations(
     new: &Value,
     default_queue_exists: bool,
     config: &Configuration,
-) -> Vec<Violation> {
+) -> Vec<FieldError> {
     let (common_on_create, mut extra) = split(validate_on_create(framework, new, config));
     let common_on_update = match old {
         Some(old) => {
@@ -431,11 +428,7 @@ pub fn kueue_violations(
         common_on_create,
         common_on_update,
     });
-    errors
-        .into_iter()
-        .map(Violation::Field)
-        .chain(extra)
-        .collect()
+    errors.into_iter().chain(extra).collect()
 }
 
 // === Kuota's queue-reference checks ===
@@ -659,7 +652,7 @@ pub async fn validate_job(
             .cached_local_queue(namespace, DEFAULT_LOCAL_QUEUE_NAME)
             .is_some();
     let violations = kueue_violations(framework, old, new, default_queue_exists, config);
-    if let Some(message) = kueue::aggregate(&violations) {
+    if let Some(message) = aggregate(&violations) {
         return JobVerdict {
             denial: Some(message),
             warnings: Vec::new(),

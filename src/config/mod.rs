@@ -20,7 +20,6 @@
 //! - Kuota extension `queueReferencePolicy` (see [`QueueReferencePolicy`]).
 
 mod feature_gates;
-mod field_error;
 mod resolve;
 pub mod v1beta1;
 pub mod v1beta2;
@@ -37,8 +36,8 @@ use k8s_openapi::apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::La
 use kube::core::{Selector, SelectorExt};
 
 pub use crate::k8s::duration::{DurationError, GoDuration};
+use crate::k8s::field::FieldError;
 pub use feature_gates::{Feature, FeatureGateError, FeatureGates, Stage};
-pub use field_error::{FieldError, FieldErrorKind};
 
 /// API group of the configuration file.
 pub const API_GROUP: &str = "config.kueue.x-k8s.io";

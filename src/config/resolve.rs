@@ -13,6 +13,9 @@ use std::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube::core::Selector;
 
+use crate::k8s::field::{BadValue, quote};
+use crate::k8s::names;
+
 use super::{
     AdmissionFairSharing, ApiVersion, BindAddress, ClientConnection, ConfigError, Configuration,
     Controller, DEFAULT_FRAMEWORK, DEFAULT_HEALTH_PROBE_BIND_ADDRESS, DEFAULT_LEADER_ELECTION_ID,
@@ -23,9 +26,7 @@ use super::{
     NAMESPACE_NAME_LABEL, NamespaceSelector, ObjectRetentionPolicies, PreemptionStrategy,
     QueueReferencePolicy, QuotaCheckStrategy, RequeuingStrategy, RequeuingTimestamp,
     ResourceTransformation, Resources, TransformationStrategy, WaitForPodsReady, Webhook,
-    WorkloadRetentionPolicy,
-    field_error::{json, quote},
-    v1beta2,
+    WorkloadRetentionPolicy, v1beta2,
 };
 
 const NEGATIVE: &str = "must be greater than or equal to 0";
@@ -79,7 +80,7 @@ pub(super) fn api_version_and_kind(
             if version.is_none() {
                 errors.push(FieldError::not_supported(
                     "apiVersion",
-                    quote(name),
+                    name,
                     ApiVersion::NAMES,
                 ));
             }
@@ -88,7 +89,7 @@ pub(super) fn api_version_and_kind(
         Some(other) => {
             errors.push(FieldError::not_supported(
                 "apiVersion",
-                json(other),
+                BadValue::json(other),
                 ApiVersion::NAMES,
             ));
             None
@@ -103,9 +104,13 @@ pub(super) fn api_version_and_kind(
         }
         Some(serde_yaml::Value::String(kind)) if kind == KIND => {}
         Some(serde_yaml::Value::String(kind)) => {
-            errors.push(FieldError::not_supported("kind", quote(kind), &[KIND]));
+            errors.push(FieldError::not_supported("kind", kind, &[KIND]));
         }
-        Some(other) => errors.push(FieldError::not_supported("kind", json(other), &[KIND])),
+        Some(other) => errors.push(FieldError::not_supported(
+            "kind",
+            BadValue::json(other),
+            &[KIND],
+        )),
     }
     match api_version {
         Some(version) if errors.is_empty() => Ok(version),
@@ -134,54 +139,6 @@ pub(super) fn resolve(
 
 fn non_empty(text: &Option<String>) -> Option<&str> {
     text.as_deref().filter(|text| !text.is_empty())
-}
-
-fn is_dns_label_char(byte: u8) -> bool {
-    byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-'
-}
-
-/// RFC 1123 label: 1..=63 of `[a-z0-9-]`, starting and ending alphanumeric.
-fn dns1123_label_problem(name: &str) -> Option<&'static str> {
-    let bytes = name.as_bytes();
-    let well_formed = !bytes.is_empty()
-        && bytes.iter().copied().all(is_dns_label_char)
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric);
-    if !well_formed {
-        Some(
-            "must be a lowercase RFC 1123 label: letters a-z, digits and '-', starting and ending with a letter or digit",
-        )
-    } else if bytes.len() > 63 {
-        Some("must be no more than 63 characters")
-    } else {
-        None
-    }
-}
-
-/// RFC 1035 label (Service names): like an RFC 1123 label but starting with a letter.
-fn dns1035_label_problem(name: &str) -> Option<&'static str> {
-    if name.as_bytes().first().is_some_and(u8::is_ascii_digit) {
-        return Some(
-            "must be a DNS-1035 label: letters a-z, digits and '-', starting with a letter and ending with a letter or digit",
-        );
-    }
-    dns1123_label_problem(name)
-}
-
-/// RFC 1123 subdomain: dot-separated RFC 1123 labels, at most 253 characters.
-fn dns1123_subdomain_problem(name: &str) -> Option<&'static str> {
-    if name
-        .split('.')
-        .any(|label| dns1123_label_problem(label).is_some())
-    {
-        Some(
-            "must be a lowercase RFC 1123 subdomain: dot-separated labels of letters a-z, digits and '-', each starting and ending with a letter or digit",
-        )
-    } else if name.len() > 253 {
-        Some("must be no more than 253 characters")
-    } else {
-        None
-    }
 }
 
 /// `Kind.version.group`, as Kueue's `externalFrameworks` expects.
@@ -301,21 +258,19 @@ impl Resolver {
         }
     }
 
-    fn check(&mut self, path: &str, value: &str, problem: Option<&str>) {
-        if let Some(problem) = problem {
-            self.errors
-                .push(FieldError::invalid(path, quote(value), problem));
-        }
+    fn check(&mut self, path: &str, value: &str, problems: Vec<String>) {
+        self.errors.extend(
+            problems
+                .into_iter()
+                .map(|problem| FieldError::invalid(path, value, problem)),
+        );
     }
 
     /// A duration that must not be negative; negative ones are reported and read as zero.
     fn non_negative(&mut self, path: &str, duration: GoDuration) -> Duration {
         duration.to_std().unwrap_or_else(|| {
-            self.errors.push(FieldError::invalid(
-                path,
-                quote(&duration.to_string()),
-                NEGATIVE,
-            ));
+            self.errors
+                .push(FieldError::invalid(path, duration.to_string(), NEGATIVE));
             Duration::ZERO
         })
     }
@@ -323,8 +278,7 @@ impl Resolver {
     /// A count that must not be negative; negative ones are reported and read as zero.
     fn count(&mut self, path: &str, value: i32) -> u32 {
         u32::try_from(value).unwrap_or_else(|_| {
-            self.errors
-                .push(FieldError::invalid(path, value.to_string(), NEGATIVE));
+            self.errors.push(FieldError::invalid(path, value, NEGATIVE));
             0
         })
     }
@@ -335,7 +289,7 @@ impl Resolver {
             .filter(|port| *port != 0)
             .unwrap_or_else(|| {
                 self.errors
-                    .push(FieldError::invalid(path, value.to_string(), PORT_RANGE));
+                    .push(FieldError::invalid(path, value, PORT_RANGE));
                 0
             })
     }
@@ -348,7 +302,7 @@ impl Resolver {
         let Some((host, port)) = text.rsplit_once(':') else {
             self.errors.push(FieldError::invalid(
                 path,
-                quote(text),
+                text,
                 "must be [host]:port, or \"0\" to disable",
             ));
             return None;
@@ -358,7 +312,7 @@ impl Resolver {
         let Some(port) = port else {
             self.errors.push(FieldError::invalid(
                 path,
-                quote(text),
+                text,
                 format!("port {PORT_RANGE}"),
             ));
             return None;
@@ -383,7 +337,7 @@ impl Resolver {
             Err(_) => {
                 self.errors.push(FieldError::invalid(
                     path,
-                    quote(text),
+                    text,
                     "host must be empty, \"localhost\" or an IP address",
                 ));
                 None
@@ -407,8 +361,8 @@ impl Resolver {
             }
             Err(error) => {
                 let (path, value) = match (flag, map) {
-                    (Some(flag), None) => ("--feature-gates", quote(flag)),
-                    (_, map) => ("featureGates", json(&map)),
+                    (Some(flag), None) => ("--feature-gates", BadValue::from(flag)),
+                    (_, map) => ("featureGates", BadValue::json(&map)),
                 };
                 self.errors
                     .push(FieldError::invalid(path, value, error.to_string()));
@@ -422,7 +376,7 @@ impl Resolver {
             .or(non_empty(&options.fallback_namespace))
             .unwrap_or(DEFAULT_NAMESPACE)
             .to_owned();
-        self.check("namespace", &namespace, dns1123_label_problem(&namespace));
+        self.check("namespace", &namespace, names::dns1123_label(&namespace));
         namespace
     }
 
@@ -448,7 +402,7 @@ impl Resolver {
                 if compiled.matches_name(name) {
                     self.errors.push(FieldError::invalid(
                         PATH,
-                        json(compiled.label_selector()),
+                        BadValue::json(compiled.label_selector()),
                         format!("should not match the {} namespace", quote(name)),
                     ));
                 }
@@ -482,7 +436,7 @@ impl Resolver {
                 "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
                 other => self.errors.push(FieldError::not_supported(
                     format!("{path}.operator"),
-                    quote(other),
+                    other,
                     &["In", "NotIn", "Exists", "DoesNotExist"],
                 )),
             }
@@ -546,8 +500,9 @@ impl Resolver {
         );
         let mut endpoint = |path: &str, name: &Option<String>, default: &str| {
             let name = non_empty(name).unwrap_or(default).to_owned();
-            let problem = (!name.starts_with('/')).then_some("must start with \"/\"");
-            self.check(path, &name, problem);
+            if !name.starts_with('/') {
+                self.check(path, &name, vec!["must start with \"/\"".to_owned()]);
+            }
             name
         };
         Health {
@@ -577,7 +532,7 @@ impl Resolver {
         self.check(
             "leaderElection.resourceName",
             &resource_name,
-            dns1123_subdomain_problem(&resource_name),
+            names::dns1123_subdomain(&resource_name),
         );
         let resource_namespace = non_empty(&election.resource_namespace)
             .unwrap_or(namespace)
@@ -585,14 +540,14 @@ impl Resolver {
         self.check(
             "leaderElection.resourceNamespace",
             &resource_namespace,
-            dns1123_label_problem(&resource_namespace),
+            names::dns1123_label(&resource_namespace),
         );
         if let Some(lock) =
             non_empty(&election.resource_lock).filter(|lock| *lock != LEASES_RESOURCE_LOCK)
         {
             self.errors.push(FieldError::not_supported(
                 "leaderElection.resourceLock",
-                quote(lock),
+                lock,
                 &[LEASES_RESOURCE_LOCK],
             ));
         }
@@ -610,7 +565,7 @@ impl Resolver {
         if leader_elect && lease_duration <= renew_deadline {
             self.errors.push(FieldError::invalid(
                 "leaderElection.leaseDuration",
-                quote(&lease.to_string()),
+                lease.to_string(),
                 format!(
                     "must be greater than renewDeadline ({})",
                     quote(&renew.to_string())
@@ -622,7 +577,7 @@ impl Resolver {
         {
             self.errors.push(FieldError::invalid(
                 "leaderElection.renewDeadline",
-                quote(&renew.to_string()),
+                renew.to_string(),
                 format!(
                     "must be greater than {LEADER_ELECTION_JITTER} times retryPeriod ({})",
                     quote(&retry.to_string())
@@ -648,7 +603,7 @@ impl Resolver {
                 }
                 None => self.errors.push(FieldError::invalid(
                     format!("controller.groupKindConcurrency[{group_kind}]"),
-                    workers.to_string(),
+                    workers,
                     "must be between 1 and 4294967295",
                 )),
             }
@@ -667,7 +622,7 @@ impl Resolver {
         if qps.is_nan() || qps < 0.0 {
             self.errors.push(FieldError::invalid(
                 "clientConnection.qps",
-                qps.to_string(),
+                BadValue::rendered(qps.to_string()),
                 NEGATIVE,
             ));
         }
@@ -693,7 +648,7 @@ impl Resolver {
         self.check(
             "internalCertManagement.webhookServiceName",
             &service,
-            dns1035_label_problem(&service),
+            names::dns1035_label(&service),
         );
         let secret = non_empty(&management.webhook_secret_name)
             .unwrap_or(DEFAULT_WEBHOOK_SECRET_NAME)
@@ -701,7 +656,7 @@ impl Resolver {
         self.check(
             "internalCertManagement.webhookSecretName",
             &secret,
-            dns1123_subdomain_problem(&secret),
+            names::dns1123_subdomain(&secret),
         );
         Some(InternalCertManagement {
             webhook_service_name: service,
@@ -750,7 +705,7 @@ impl Resolver {
             Some(name) => RequeuingTimestamp::from_name(name).unwrap_or_else(|| {
                 self.errors.push(FieldError::not_supported(
                     format!("{strategy_path}.timestamp"),
-                    quote(name),
+                    name,
                     RequeuingTimestamp::NAMES,
                 ));
                 RequeuingTimestamp::Eviction
@@ -795,22 +750,18 @@ impl Resolver {
             let path = format!("integrations.frameworks[{index}]");
             if supported.contains(&framework.as_str()) {
                 if !seen.insert(framework.as_str()) {
-                    self.errors
-                        .push(FieldError::duplicate(path, quote(framework)));
+                    self.errors.push(FieldError::duplicate(path, framework));
                 }
             } else if KUEUE_ONLY_FRAMEWORKS.contains(&framework.as_str()) {
                 self.errors.push(FieldError::not_supported_because(
                     path,
-                    quote(framework),
+                    framework,
                     "a Kueue integration that Kuota does not implement",
                     &supported,
                 ));
             } else {
-                self.errors.push(FieldError::not_supported(
-                    path,
-                    quote(framework),
-                    &supported,
-                ));
+                self.errors
+                    .push(FieldError::not_supported(path, framework, &supported));
             }
         }
         let external_frameworks = integrations.external_frameworks.unwrap_or_default();
@@ -820,12 +771,11 @@ impl Resolver {
             if !is_kind_version_group(external) {
                 self.errors.push(FieldError::invalid(
                     path,
-                    quote(external),
+                    external,
                     "must be format, 'Kind.version.group.com'",
                 ));
             } else if !seen_external.insert(external.as_str()) {
-                self.errors
-                    .push(FieldError::duplicate(path, quote(external)));
+                self.errors.push(FieldError::duplicate(path, external));
             }
         }
         Integrations {
@@ -860,8 +810,11 @@ impl Resolver {
                     .iter()
                     .map(|set| set.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","))
                     .collect();
-                self.errors
-                    .push(FieldError::not_supported(PATH, json(&names), &supported));
+                self.errors.push(FieldError::not_supported(
+                    PATH,
+                    BadValue::json(&names),
+                    &supported,
+                ));
                 FairSharing {
                     preemption_strategies: Vec::new(),
                 }
@@ -887,7 +840,7 @@ impl Resolver {
         let usage_sampling_interval = interval.to_std().unwrap_or_else(|| {
             self.errors.push(FieldError::invalid(
                 format!("{PATH}.usageSamplingInterval"),
-                quote(&interval.to_string()),
+                interval.to_string(),
                 "must be greater than 0",
             ));
             Duration::ZERO
@@ -897,7 +850,7 @@ impl Resolver {
             if weight.is_nan() || *weight < 0.0 {
                 self.errors.push(FieldError::invalid(
                     format!("{PATH}.resourceWeights[{resource}]"),
-                    weight.to_string(),
+                    BadValue::rendered(weight.to_string()),
                     NEGATIVE,
                 ));
             }
@@ -919,13 +872,13 @@ impl Resolver {
                 match strategy {
                     None => self.errors.push(FieldError::not_supported(
                         format!("{PATH}.quotaCheckStrategy"),
-                        quote(name),
+                        name,
                         QuotaCheckStrategy::NAMES,
                     )),
                     Some(QuotaCheckStrategy::IgnoreUndeclared) if !exclude_resource_prefixes.is_empty() => {
                         self.errors.push(FieldError::invalid(
                             format!("{PATH}.quotaCheckStrategy"),
-                            quote(name),
+                            name,
                             "excludeResourcePrefixes is not allowed when quotaCheckStrategy is IgnoreUndeclared",
                         ))
                     }
@@ -949,7 +902,7 @@ impl Resolver {
                 Some(name) => TransformationStrategy::from_name(name).unwrap_or_else(|| {
                     self.errors.push(FieldError::not_supported(
                         format!("{path}.strategy"),
-                        quote(name),
+                        name,
                         TransformationStrategy::NAMES,
                     ));
                     TransformationStrategy::Retain
@@ -958,7 +911,7 @@ impl Resolver {
             if !inputs.insert(transformation.input.clone()) {
                 self.errors.push(FieldError::duplicate(
                     format!("{path}.input"),
-                    quote(&transformation.input),
+                    &transformation.input,
                 ));
             }
             transformations.push(ResourceTransformation {
@@ -999,7 +952,7 @@ impl Resolver {
             Some(name) => QueueReferencePolicy::from_name(name).unwrap_or_else(|| {
                 self.errors.push(FieldError::not_supported(
                     "queueReferencePolicy",
-                    quote(name),
+                    name,
                     QueueReferencePolicy::NAMES,
                 ));
                 QueueReferencePolicy::Reject
@@ -1011,22 +964,6 @@ impl Resolver {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dns_names() {
-        assert_eq!(dns1123_label_problem("kueue-system"), None);
-        assert!(dns1123_label_problem("Kueue").is_some());
-        assert!(dns1123_label_problem("-a").is_some());
-        assert!(dns1123_label_problem("").is_some());
-        assert_eq!(
-            dns1123_label_problem(&"a".repeat(64)),
-            Some("must be no more than 63 characters")
-        );
-        assert_eq!(dns1035_label_problem("kueue-webhook-service"), None);
-        assert!(dns1035_label_problem("1abc").is_some());
-        assert_eq!(dns1123_subdomain_problem("c1f6bfd2.kueue.x-k8s.io"), None);
-        assert!(dns1123_subdomain_problem("a..b").is_some());
-    }
 
     #[test]
     fn kind_version_group() {

@@ -32,6 +32,7 @@ mod xgboostjob;
 use serde::de::DeserializeOwned;
 
 use crate::api::constants::QUEUE_NAME_LABEL;
+use crate::k8s::field::FieldError;
 use crate::k8s::json;
 use serde_json::Value;
 
@@ -47,7 +48,7 @@ pub use raycluster::RayCluster;
 pub use rayjob::RayJob;
 pub use requests::{Requests, pod_requests, scale_requests, total_requests};
 pub use tfjob::TF_JOB;
-pub use validation::{FieldError, FieldErrorType, ValidationInput, aggregate};
+pub use validation::ValidationInput;
 pub use workload_name::{workload_name, workload_name_for};
 pub use xgboostjob::XGBOOST_JOB;
 

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use super::JobError;
 use crate::k8s::json;
+use crate::k8s::names;
 use crate::k8s::quantity::parse_nano;
 
 /// Most PodSets a Workload can hold (Kueue `MaxPodSets`, CRD `maxItems`).
@@ -189,7 +190,7 @@ impl PodSetInfo {
             (POD_SET_LABEL.to_string(), pod_set.to_string()),
             (LOCAL_QUEUE_LABEL.to_string(), local_queue.to_string()),
         ]);
-        if is_dns1123_label(cluster_queue) {
+        if names::dns1123_label(cluster_queue).is_empty() {
             labels.insert(CLUSTER_QUEUE_LABEL.to_string(), cluster_queue.to_string());
         }
         PodSetInfo {
@@ -296,18 +297,6 @@ fn same_toleration(a: &Toleration, b: &Toleration) -> bool {
         && text(&a.effect) == text(&b.effect)
         && operator(a) == operator(b)
         && text(&a.value) == text(&b.value)
-}
-
-/// Whether `name` is a DNS-1123 label (what a label value naming a queue must be).
-pub(crate) fn is_dns1123_label(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    let edge_ok = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
-    bytes.len() <= 63
-        && edge_ok(bytes.first())
-        && edge_ok(bytes.last())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
 }
 
 /// Where a string map lives in a pod template, and its name in conflict errors.

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::podset::PodSetInfo;
 use super::*;
+use crate::k8s::field::aggregate;
 
 // ---------------------------------------------------------------------------------------------
 // Builders

@@ -5,6 +5,8 @@
 pub mod conditions;
 pub mod duration;
 pub mod events;
+pub mod field;
 pub mod json;
 pub mod leader;
+pub mod names;
 pub mod quantity;

@@ -8,7 +8,6 @@
 //! order, so the order of several errors is stable (Go's is random).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
 use k8s_openapi::api::core::v1::{ResourceRequirements, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -25,8 +24,9 @@ use crate::api::v1beta2::{
     ReclaimablePod, ResourceFlavor, ResourceGroup, Workload,
 };
 use crate::config::{Feature, FeatureGates};
-use crate::jobs::{FieldError, FieldErrorType};
+use crate::k8s::field::{BadValue, FieldError};
 use crate::k8s::json::annotation;
+use crate::k8s::names;
 use crate::k8s::quantity::{parse_nano, resource_value};
 
 /// apimachinery's `FieldImmutableErrorMsg`.
@@ -37,110 +37,6 @@ const NEGATIVE: &str = "must be greater than or equal to 0";
 const MAX_GATE_NAME_LENGTH: usize = 63;
 /// apimachinery's `TotalAnnotationSizeLimitB`.
 const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
-
-// === Field errors ===
-
-/// One validation error: a [`FieldError`], or one of the two apimachinery error types it does
-/// not model.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Violation {
-    /// Invalid, Required, Forbidden, Unsupported, Duplicate, Too many.
-    Field(FieldError),
-    /// `<field>: Not found: <value>`.
-    NotFound {
-        /// Field path.
-        field: String,
-        /// The value that refers to nothing.
-        value: Value,
-    },
-    /// `<field>: Duplicate value: <value>: <detail>` with the value pre-rendered the way Go's
-    /// `%#v` prints a struct.
-    DuplicateStruct {
-        /// Field path.
-        field: String,
-        /// The value as Go prints it.
-        rendered: String,
-        /// Explanation.
-        detail: String,
-    },
-    /// `<field>: Too long: may not be more than <max> bytes`.
-    TooLong {
-        /// Field path.
-        field: String,
-        /// Longest allowed length in bytes.
-        max: usize,
-    },
-}
-
-impl From<FieldError> for Violation {
-    fn from(error: FieldError) -> Self {
-        Violation::Field(error)
-    }
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Violation::Field(error) => error.fmt(f),
-            Violation::NotFound { field, value } => write!(f, "{field}: Not found: {value}"),
-            Violation::DuplicateStruct {
-                field,
-                rendered,
-                detail,
-            } => write!(f, "{field}: Duplicate value: {rendered}: {detail}"),
-            Violation::TooLong { field, max } => {
-                let unit = if *max == 1 { "byte" } else { "bytes" };
-                write!(f, "{field}: Too long: may not be more than {max} {unit}")
-            }
-        }
-    }
-}
-
-/// Errors joined like apimachinery `ErrorList.ToAggregate().Error()`: duplicates dropped, one
-/// error as is, several as `[e1, e2]`; `None` when there are none.
-pub fn aggregate(violations: &[Violation]) -> Option<String> {
-    let mut messages: Vec<String> = Vec::new();
-    for message in violations.iter().map(ToString::to_string) {
-        if !messages.contains(&message) {
-            messages.push(message);
-        }
-    }
-    match messages.len() {
-        0 => None,
-        1 => messages.pop(),
-        _ => Some(format!("[{}]", messages.join(", "))),
-    }
-}
-
-fn fields(errors: Vec<FieldError>) -> impl Iterator<Item = Violation> {
-    errors.into_iter().map(Violation::Field)
-}
-
-fn duplicate(field: impl Into<String>, value: impl Into<Value>, detail: &str) -> FieldError {
-    FieldError {
-        field: field.into(),
-        error_type: FieldErrorType::Duplicate,
-        bad_value: Some(value.into()),
-        detail: detail.to_owned(),
-    }
-}
-
-fn not_supported<S: AsRef<str>>(
-    field: impl Into<String>,
-    value: impl Into<Value>,
-    supported: &[S],
-) -> FieldError {
-    let quoted: Vec<String> = supported
-        .iter()
-        .map(|value| Value::from(value.as_ref()).to_string())
-        .collect();
-    FieldError {
-        field: field.into(),
-        error_type: FieldErrorType::NotSupported,
-        bad_value: Some(value.into()),
-        detail: format!("supported values: {}", quoted.join(", ")),
-    }
-}
 
 /// `Invalid value: <new>: field is immutable` when `new != old` (apimachinery
 /// `ValidateImmutableField`).
@@ -155,137 +51,9 @@ fn json<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-// === apimachinery name rules ===
-
-fn regex_error(message: &str, format: &str, examples: &[&str]) -> String {
-    if examples.is_empty() {
-        return format!("{message} (regex used for validation is '{format}')");
-    }
-    let quoted: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
-    format!(
-        "{message} (e.g. {}regex used for validation is '{format}')",
-        quoted.join(" or ")
-    )
-}
-
-fn max_length_error(length: usize) -> String {
-    format!("must be no more than {length} characters")
-}
-
-fn is_dns1123_label(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    match (bytes.first(), bytes.last()) {
-        (Some(first), Some(last)) => {
-            (first.is_ascii_lowercase() || first.is_ascii_digit())
-                && (last.is_ascii_lowercase() || last.is_ascii_digit())
-                && bytes
-                    .iter()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        }
-        _ => false,
-    }
-}
-
-/// apimachinery `IsDNS1123Subdomain`: the messages for `value`, empty when valid.
-pub fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    if value.len() > 253 {
-        errors.push(max_length_error(253));
-    }
-    if !value.split('.').all(is_dns1123_label) {
-        errors.push(regex_error(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-            r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*",
-            &["example.com"],
-        ));
-    }
-    errors
-}
-
-/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`
-fn is_qualified_name_part(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    match (bytes.first(), bytes.last()) {
-        (Some(first), Some(last)) => {
-            first.is_ascii_alphanumeric()
-                && last.is_ascii_alphanumeric()
-                && bytes
-                    .iter()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        }
-        _ => false,
-    }
-}
-
-const QUALIFIED_NAME_MESSAGE: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const QUALIFIED_NAME_FORMAT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-
-/// apimachinery `IsQualifiedName` (label keys, annotation keys, resource names).
-pub fn qualified_name_errors(value: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    let parts: Vec<&str> = value.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errors.push("prefix part must be non-empty".to_owned());
-            } else {
-                errors.extend(
-                    dns1123_subdomain_errors(prefix)
-                        .into_iter()
-                        .map(|message| format!("prefix part {message}")),
-                );
-            }
-            *name
-        }
-        _ => {
-            return vec![format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(
-                    QUALIFIED_NAME_MESSAGE,
-                    QUALIFIED_NAME_FORMAT,
-                    &["MyName", "my.name", "123-abc"]
-                )
-            )];
-        }
-    };
-    if name.is_empty() {
-        errors.push("name part must be non-empty".to_owned());
-    } else if name.len() > 63 {
-        errors.push(format!("name part {}", max_length_error(63)));
-    }
-    if !is_qualified_name_part(name) {
-        errors.push(format!(
-            "name part {}",
-            regex_error(
-                QUALIFIED_NAME_MESSAGE,
-                QUALIFIED_NAME_FORMAT,
-                &["MyName", "my.name", "123-abc"]
-            )
-        ));
-    }
-    errors
-}
-
-/// apimachinery `IsValidLabelValue`.
-fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    if value.len() > 63 {
-        errors.push(max_length_error(63));
-    }
-    if !(value.is_empty() || is_qualified_name_part(value)) {
-        errors.push(regex_error(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-            "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?",
-            &["MyValue", "my_value", "12345"],
-        ));
-    }
-    errors
-}
-
 /// apimachinery `ValidateLabelName`.
 pub fn validate_label_name(name: &str, field: &str) -> Vec<FieldError> {
-    qualified_name_errors(name)
+    names::qualified_name(name)
         .into_iter()
         .map(|message| FieldError::invalid(field, name, message))
         .collect()
@@ -297,7 +65,7 @@ fn validate_labels(labels: &BTreeMap<String, String>, field: &str) -> Vec<FieldE
     for (key, value) in labels {
         errors.extend(validate_label_name(key, field));
         errors.extend(
-            label_value_errors(value)
+            names::label_value(value)
                 .into_iter()
                 .map(|message| FieldError::invalid(field, value.as_str(), message)),
         );
@@ -306,21 +74,21 @@ fn validate_labels(labels: &BTreeMap<String, String>, field: &str) -> Vec<FieldE
 }
 
 /// apimachinery `ValidateAnnotations`.
-fn validate_annotations(annotations: &BTreeMap<String, String>, field: &str) -> Vec<Violation> {
-    let mut errors: Vec<Violation> = Vec::new();
+fn validate_annotations(annotations: &BTreeMap<String, String>, field: &str) -> Vec<FieldError> {
+    let mut errors: Vec<FieldError> = Vec::new();
     for key in annotations.keys() {
         errors.extend(
-            qualified_name_errors(&key.to_lowercase())
+            names::qualified_name(&key.to_lowercase())
                 .into_iter()
-                .map(|message| Violation::Field(FieldError::invalid(field, key.as_str(), message))),
+                .map(|message| FieldError::invalid(field, key.as_str(), message)),
         );
     }
     let size: usize = annotations.iter().map(|(k, v)| k.len() + v.len()).sum();
     if size > TOTAL_ANNOTATION_SIZE_LIMIT {
-        errors.push(Violation::TooLong {
-            field: field.to_owned(),
-            max: TOTAL_ANNOTATION_SIZE_LIMIT,
-        });
+        errors.push(FieldError::too_long(
+            field.to_owned(),
+            TOTAL_ANNOTATION_SIZE_LIMIT,
+        ));
     }
     errors
 }
@@ -358,7 +126,7 @@ fn validate_label_selector(selector: Option<&LabelSelector>, field: &str) -> Vec
             &format!("{path}.key"),
         ));
         for (value_index, value) in values.iter().enumerate() {
-            errors.extend(label_value_errors(value).into_iter().map(|message| {
+            errors.extend(names::label_value(value).into_iter().map(|message| {
                 FieldError::invalid(
                     format!("{path}.values[{value_index}]"),
                     value.as_str(),
@@ -384,20 +152,20 @@ fn parse_gates(value: &str) -> Vec<&str> {
 }
 
 /// Kueue `ValidateAdmissionGatedByAnnotationOnCreate`.
-pub fn admission_gated_by_on_create(object: &Value) -> Vec<Violation> {
+pub fn admission_gated_by_on_create(object: &Value) -> Vec<FieldError> {
     gated_by_format(annotation(object, ADMISSION_GATED_BY_ANNOTATION).unwrap_or(""))
 }
 
 /// Kueue `ValidateAdmissionGatedByAnnotationOnUpdate`: gates can only be removed.
-pub fn admission_gated_by_on_update(old: &Value, new: &Value) -> Vec<Violation> {
+pub fn admission_gated_by_on_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let old_value = annotation(old, ADMISSION_GATED_BY_ANNOTATION).unwrap_or("");
     let new_value = annotation(new, ADMISSION_GATED_BY_ANNOTATION).unwrap_or("");
     let mut errors = Vec::new();
     if old_value.is_empty() && !new_value.is_empty() {
-        errors.push(Violation::Field(FieldError::forbidden(
+        errors.push(FieldError::forbidden(
             gated_by_path(),
             "cannot add admission gate after creation",
-        )));
+        ));
     }
     if !old_value.is_empty() && !new_value.is_empty() {
         let old_gates = parse_gates(old_value);
@@ -405,38 +173,40 @@ pub fn admission_gated_by_on_update(old: &Value, new: &Value) -> Vec<Violation> 
             .iter()
             .any(|gate| !old_gates.contains(gate))
         {
-            errors.push(Violation::Field(FieldError::forbidden(
+            errors.push(FieldError::forbidden(
                 gated_by_path(),
                 "can only remove gates, not add new ones",
-            )));
+            ));
         }
     }
     errors.extend(gated_by_format(new_value));
     errors
 }
 
-fn gated_by_format(value: &str) -> Vec<Violation> {
+fn gated_by_format(value: &str) -> Vec<FieldError> {
     let path = gated_by_path();
     let mut errors = Vec::new();
     let mut seen = BTreeSet::new();
     for gate in parse_gates(value) {
         if gate.is_empty() {
-            errors
-                .push(FieldError::invalid(&path, value, "cannot contain empty gate names").into());
+            errors.push(FieldError::invalid(
+                &path,
+                value,
+                "cannot contain empty gate names",
+            ));
             continue;
         }
         if !seen.insert(gate) {
-            errors.push(
-                FieldError::invalid(&path, value, format!("duplicate gate name: {gate}")).into(),
-            );
+            errors.push(FieldError::invalid(
+                &path,
+                value,
+                format!("duplicate gate name: {gate}"),
+            ));
             continue;
         }
-        errors.extend(fields(domain_prefixed_path_errors(&path, gate)));
+        errors.extend(domain_prefixed_path_errors(&path, gate));
         if gate.len() > MAX_GATE_NAME_LENGTH {
-            errors.push(Violation::TooLong {
-                field: path.clone(),
-                max: MAX_GATE_NAME_LENGTH,
-            });
+            errors.push(FieldError::too_long(path.clone(), MAX_GATE_NAME_LENGTH));
         }
     }
     errors
@@ -454,7 +224,7 @@ fn domain_prefixed_path_errors(field: &str, value: &str) -> Vec<FieldError> {
             "must be a domain-prefixed path (such as \"acme.io/foo\")",
         )];
     };
-    let mut errors: Vec<FieldError> = dns1123_subdomain_errors(host)
+    let mut errors: Vec<FieldError> = names::dns1123_subdomain(host)
         .into_iter()
         .map(|message| FieldError::invalid(field, host, message))
         .collect();
@@ -465,7 +235,7 @@ fn domain_prefixed_path_errors(field: &str, value: &str) -> Vec<FieldError> {
         errors.push(FieldError::invalid(
             field,
             path,
-            regex_error("Invalid path", r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+", &[]),
+            names::regex_error("Invalid path", r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+", &[]),
         ));
     }
     errors
@@ -519,12 +289,12 @@ fn validate_resource_groups(
         for (j, name) in group.covered_resources.iter().enumerate() {
             let path = format!("{group_path}.coveredResources[{j}]");
             errors.extend(
-                qualified_name_errors(name)
+                names::qualified_name(name)
                     .into_iter()
                     .map(|message| FieldError::invalid(&path, name.as_str(), message)),
             );
             if !seen_resources.insert(name.as_str()) {
-                errors.push(duplicate(&path, name.as_str(), ""));
+                errors.push(FieldError::duplicate(&path, name.as_str()));
             }
         }
         for (j, flavor) in group.flavors.iter().enumerate() {
@@ -576,7 +346,10 @@ fn validate_resource_groups(
                 }
             }
             if !seen_flavors.insert(flavor.name.as_str()) {
-                errors.push(duplicate(format!("{path}.name"), flavor.name.as_str(), ""));
+                errors.push(FieldError::duplicate(
+                    format!("{path}.name"),
+                    flavor.name.as_str(),
+                ));
             }
         }
     }
@@ -615,7 +388,7 @@ pub fn validate_cluster_queue(
     cluster_queue: &ClusterQueue,
     old: Option<&ClusterQueue>,
     gates: &FeatureGates,
-) -> Vec<Violation> {
+) -> Vec<FieldError> {
     let spec = &cluster_queue.spec;
     let mut errors = Vec::new();
     let rules = GroupRules {
@@ -704,7 +477,7 @@ pub fn validate_cluster_queue(
             "spec.concurrentAdmissionPolicy",
         ));
     }
-    fields(errors).collect()
+    errors
 }
 
 /// Kueue `validateConcurrentAdmissionPolicy` (gate `ConcurrentAdmission`).
@@ -799,7 +572,7 @@ fn validate_admission_check_flavors(
         }
         for (j, flavor) in check.on_flavors.iter().enumerate() {
             if !flavors.contains(flavor.as_str()) {
-                errors.push(not_supported(
+                errors.push(FieldError::not_supported(
                     format!("spec.admissionChecksStrategy.admissionChecks[{i}].onFlavors[{j}]"),
                     flavor.as_str(),
                     &supported,
@@ -811,7 +584,7 @@ fn validate_admission_check_flavors(
 }
 
 /// Kueue `validateCohort` (CREATE and UPDATE).
-pub fn validate_cohort(cohort: &Cohort) -> Vec<Violation> {
+pub fn validate_cohort(cohort: &Cohort) -> Vec<FieldError> {
     let spec = &cohort.spec;
     let rules = GroupRules {
         has_parent: spec.parent_name.as_deref().is_some_and(|p| !p.is_empty()),
@@ -824,46 +597,40 @@ pub fn validate_cohort(cohort: &Cohort) -> Vec<Violation> {
         &rules,
         "spec.resourceGroups",
     ));
-    fields(errors).collect()
+    errors
 }
 
 // === ResourceFlavor ===
 
 /// Kueue `ValidateResourceFlavor` (CREATE and UPDATE).
-pub fn validate_resource_flavor(flavor: &ResourceFlavor) -> Vec<Violation> {
+pub fn validate_resource_flavor(flavor: &ResourceFlavor) -> Vec<FieldError> {
     let spec = &flavor.spec;
-    let mut errors: Vec<Violation> =
-        fields(validate_labels(&spec.node_labels, "spec.nodeLabels")).collect();
+    let mut errors: Vec<FieldError> = validate_labels(&spec.node_labels, "spec.nodeLabels");
     errors.extend(validate_node_taints(&spec.node_taints, "spec.nodeTaints"));
-    errors.extend(fields(validate_tolerations(
-        &spec.tolerations,
-        "spec.tolerations",
-    )));
+    errors.extend(validate_tolerations(&spec.tolerations, "spec.tolerations"));
     errors
 }
 
-fn validate_node_taints(taints: &[Taint], field: &str) -> Vec<Violation> {
+fn validate_node_taints(taints: &[Taint], field: &str) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let mut seen: BTreeSet<(&str, &str)> = BTreeSet::new();
     for (i, taint) in taints.iter().enumerate() {
         let path = format!("{field}[{i}]");
-        errors.extend(fields(validate_label_name(
-            &taint.key,
-            &format!("{path}.key"),
-        )));
+        errors.extend(validate_label_name(&taint.key, &format!("{path}.key")));
         let value = taint.value.as_deref().unwrap_or("");
-        let value_errors = label_value_errors(value);
+        let value_errors = names::label_value(value);
         if !value_errors.is_empty() {
-            errors.push(
-                FieldError::invalid(format!("{path}.value"), value, value_errors.join(";")).into(),
-            );
+            errors.push(FieldError::invalid(
+                format!("{path}.value"),
+                value,
+                value_errors.join(";"),
+            ));
         }
         if !seen.insert((taint.effect.as_str(), taint.key.as_str())) {
-            errors.push(Violation::DuplicateStruct {
-                field: path,
-                rendered: go_taint(taint),
-                detail: "taints must be unique by key and effect pair".to_owned(),
-            });
+            errors.push(
+                FieldError::duplicate(path, BadValue::rendered(go_taint(taint)))
+                    .with_detail("taints must be unique by key and effect pair".to_owned()),
+            );
         }
     }
     errors
@@ -963,8 +730,8 @@ fn validate_workload_object(
     workload: &Workload,
     old: Option<&Workload>,
     gates: &FeatureGates,
-) -> Vec<Violation> {
-    let mut errors: Vec<Violation> = Vec::new();
+) -> Vec<FieldError> {
+    let mut errors: Vec<FieldError> = Vec::new();
     let mut with_min_count = 0;
     for (i, pod_set) in workload.spec.pod_sets.iter().enumerate() {
         errors.extend(validate_pod_set(
@@ -977,24 +744,18 @@ fn validate_workload_object(
         }
     }
     if with_min_count > 1 {
-        errors.push(
-            FieldError::invalid(
-                "spec.podSets",
-                with_min_count,
-                "at most one podSet can use minCount",
-            )
-            .into(),
-        );
+        errors.push(FieldError::invalid(
+            "spec.podSets",
+            with_min_count,
+            "at most one podSet can use minCount",
+        ));
     }
     if has_quota_reservation(workload) {
         errors.extend(validate_admission(workload, old));
     }
     let status = workload.status.clone().unwrap_or_default();
-    errors.extend(fields(validate_conditions(
-        &status.conditions,
-        "status.conditions",
-    )));
-    errors.extend(fields(validate_reclaimable_pods(workload)));
+    errors.extend(validate_conditions(&status.conditions, "status.conditions"));
+    errors.extend(validate_reclaimable_pods(workload));
     for (i, check) in status.admission_checks.iter().enumerate() {
         errors.extend(validate_pod_set_updates(
             check,
@@ -1011,30 +772,31 @@ fn validate_workload_object(
     {
         let path = format!("metadata.annotations[{PRIORITY_BOOST_ANNOTATION}]");
         if value.is_empty() {
-            errors.push(
-                FieldError::invalid(
-                    path,
-                    value,
-                    "must be a valid signed integer; use \"0\" explicitly, empty string is not allowed",
-                )
-                .into(),
-            );
+            errors.push(FieldError::invalid(
+                path,
+                value,
+                "must be a valid signed integer; use \"0\" explicitly, empty string is not allowed",
+            ));
         } else if value.parse::<i32>().is_err() {
-            errors.push(FieldError::invalid(path, value, "must be a valid signed integer").into());
+            errors.push(FieldError::invalid(
+                path,
+                value,
+                "must be a valid signed integer",
+            ));
         }
     }
     errors
 }
 
-fn validate_pod_set(pod_set: &PodSet, field: &str, gates: &FeatureGates) -> Vec<Violation> {
-    let mut errors: Vec<Violation> = Vec::new();
+fn validate_pod_set(pod_set: &PodSet, field: &str, gates: &FeatureGates) -> Vec<FieldError> {
+    let mut errors: Vec<FieldError> = Vec::new();
     let template = &pod_set.template;
     if gates.enabled(Feature::WorkloadValidationForPodSetMetadata) {
         let metadata = template.metadata.clone().unwrap_or_default();
-        errors.extend(fields(validate_labels(
+        errors.extend(validate_labels(
             &metadata.labels.unwrap_or_default(),
             &format!("{field}.template.metadata.labels"),
-        )));
+        ));
         errors.extend(validate_annotations(
             &metadata.annotations.unwrap_or_default(),
             &format!("{field}.template.metadata.annotations"),
@@ -1049,20 +811,20 @@ fn validate_pod_set(pod_set: &PodSet, field: &str, gates: &FeatureGates) -> Vec<
         for (i, container) in containers.iter().enumerate() {
             let resources = container.resources.clone().unwrap_or_default();
             let path = format!("{field}.template.spec.{list}[{i}].resources");
-            errors.extend(fields(validate_requirements(&resources, &path, gates)));
+            errors.extend(validate_requirements(&resources, &path, gates));
         }
     }
     if let Some(resources) = &spec.resources {
         let path = format!("{field}.template.spec.resources");
-        errors.extend(fields(validate_requirements(resources, &path, gates)));
+        errors.extend(validate_requirements(resources, &path, gates));
     }
     if gates.enabled(Feature::TASValidateWorkloadSliceSize)
         && let Some(request) = &pod_set.topology_request
     {
-        errors.extend(fields(validate_slice_size(
+        errors.extend(validate_slice_size(
             request,
             &format!("{field}.topologyRequest"),
-        )));
+        ));
     }
     errors
 }
@@ -1151,10 +913,9 @@ fn validate_conditions(conditions: &[Condition], field: &str) -> Vec<FieldError>
     for (i, condition) in conditions.iter().enumerate() {
         let path = format!("{field}[{i}]");
         if !seen.insert(condition.type_.as_str()) {
-            errors.push(duplicate(
+            errors.push(FieldError::duplicate(
                 format!("{path}.type"),
                 condition.type_.as_str(),
-                "",
             ));
         }
         errors.extend(validate_label_name(
@@ -1162,7 +923,7 @@ fn validate_conditions(conditions: &[Condition], field: &str) -> Vec<FieldError>
             &format!("{path}.type"),
         ));
         if !matches!(condition.status.as_str(), "True" | "False" | "Unknown") {
-            errors.push(not_supported(
+            errors.push(FieldError::not_supported(
                 format!("{path}.status"),
                 condition.status.as_str(),
                 &["False", "True", "Unknown"],
@@ -1184,7 +945,7 @@ fn validate_conditions(conditions: &[Condition], field: &str) -> Vec<FieldError>
             errors.push(FieldError::invalid(
                 format!("{path}.reason"),
                 condition.reason.as_str(),
-                regex_error(
+                names::regex_error(
                     "a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'",
                     "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?",
                     &["my_name", "MY_NAME", "MyName", "ReasonA,ReasonB", "ReasonA:ReasonB"],
@@ -1209,18 +970,15 @@ fn is_condition_reason(reason: &str) -> bool {
     }
 }
 
-fn validate_admission(workload: &Workload, old: Option<&Workload>) -> Vec<Violation> {
+fn validate_admission(workload: &Workload, old: Option<&Workload>) -> Vec<FieldError> {
     let Some(admission) = workload.status.as_ref().and_then(|s| s.admission.as_ref()) else {
         if reserves_quota_without_admission(old) {
             return Vec::new();
         }
-        return vec![
-            FieldError::required(
-                "status.admission",
-                "must be set while the QuotaReserved condition is true",
-            )
-            .into(),
-        ];
+        return vec![FieldError::required(
+            "status.admission",
+            "must be set while the QuotaReserved condition is true",
+        )];
     };
     let names: BTreeSet<&str> = workload
         .spec
@@ -1232,10 +990,10 @@ fn validate_admission(workload: &Workload, old: Option<&Workload>) -> Vec<Violat
     for (i, assignment) in admission.pod_set_assignments.iter().enumerate() {
         let path = format!("status.admission.podSetAssignments[{i}]");
         if !names.contains(assignment.name.as_str()) {
-            errors.push(Violation::NotFound {
-                field: format!("{path}.name"),
-                value: Value::from(assignment.name.as_str()),
-            });
+            errors.push(FieldError::not_found(
+                format!("{path}.name"),
+                Value::from(assignment.name.as_str()),
+            ));
         }
         let count = assignment.count.unwrap_or(0);
         if count > 0 {
@@ -1243,14 +1001,11 @@ fn validate_admission(workload: &Workload, old: Option<&Workload>) -> Vec<Violat
                 if let Ok(value) = resource_value(resource, quantity)
                     && value % i64::from(count) != 0
                 {
-                    errors.push(
-                        FieldError::invalid(
-                            format!("{path}.resourceUsage[{resource}]"),
-                            quantity.0.as_str(),
-                            format!("is not a multiple of {count}"),
-                        )
-                        .into(),
-                    );
+                    errors.push(FieldError::invalid(
+                        format!("{path}.resourceUsage[{resource}]"),
+                        quantity.0.as_str(),
+                        format!("is not a multiple of {count}"),
+                    ));
                 }
             }
         }
@@ -1277,7 +1032,7 @@ fn validate_reclaimable_pods(workload: &Workload) -> Vec<FieldError> {
             .iter()
             .find(|p| p.name == reclaimable.name)
         {
-            None => errors.push(not_supported(
+            None => errors.push(FieldError::not_supported(
                 format!("{path}.name"),
                 reclaimable.name.as_str(),
                 &names,
@@ -1297,7 +1052,7 @@ fn validate_pod_set_updates(
     check: &AdmissionCheckState,
     workload: &Workload,
     field: &str,
-) -> Vec<Violation> {
+) -> Vec<FieldError> {
     let mut known: Vec<&str> = workload
         .spec
         .pod_sets
@@ -1306,28 +1061,29 @@ fn validate_pod_set_updates(
         .collect();
     known.sort_unstable();
     known.dedup();
-    let mut errors: Vec<Violation> = Vec::new();
+    let mut errors: Vec<FieldError> = Vec::new();
     for (i, update) in check.pod_set_updates.iter().enumerate() {
         let path = format!("{field}[{i}]");
         if !known.contains(&update.name.as_str()) {
-            errors.push(not_supported(format!("{path}.name"), update.name.as_str(), &known).into());
+            errors.push(FieldError::not_supported(
+                format!("{path}.name"),
+                update.name.as_str(),
+                &known,
+            ));
         }
-        errors.extend(fields(validate_tolerations(
+        errors.extend(validate_tolerations(
             &update.tolerations,
             &format!("{path}.tolerations"),
-        )));
+        ));
         errors.extend(validate_annotations(
             &update.annotations,
             &format!("{path}.annotations"),
         ));
-        errors.extend(fields(validate_labels(
+        errors.extend(validate_labels(
             &update.node_selector,
             &format!("{path}.nodeSelector"),
-        )));
-        errors.extend(fields(validate_labels(
-            &update.labels,
-            &format!("{path}.labels"),
-        )));
+        ));
+        errors.extend(validate_labels(&update.labels, &format!("{path}.labels")));
     }
     errors
 }
@@ -1338,16 +1094,16 @@ pub fn validate_workload(
     workload: &Workload,
     old: Option<&Workload>,
     gates: &FeatureGates,
-) -> Vec<Violation> {
+) -> Vec<FieldError> {
     let mut errors = validate_workload_object(workload, old, gates);
     let Some(old) = old else {
         return errors;
     };
     if has_quota_reservation(old) {
-        errors.extend(fields(validate_immutable_pod_sets(
+        errors.extend(validate_immutable_pod_sets(
             &workload.spec.pod_sets,
             &old.spec.pod_sets,
-        )));
+        ));
     }
     if has_quota_reservation(workload) && has_quota_reservation(old) {
         errors.extend(validate_reclaimable_pods_update(workload, old));
@@ -1355,11 +1111,11 @@ pub fn validate_workload(
     let status = workload.status.clone().unwrap_or_default();
     let old_status = old.status.clone().unwrap_or_default();
     if let (Some(new_admission), Some(old_admission)) = (&status.admission, &old_status.admission) {
-        errors.extend(fields(validate_admission_update(
+        errors.extend(validate_admission_update(
             &json(new_admission),
             &json(old_admission),
             gates,
-        )));
+        ));
     }
     for (i, old_check) in old_status.admission_checks.iter().enumerate() {
         if let Some(new_check) = status
@@ -1369,25 +1125,22 @@ pub fn validate_workload(
             && old_check.state == CheckState::Ready
             && new_check.state == CheckState::Ready
         {
-            errors.extend(fields(immutable(
+            errors.extend(immutable(
                 &new_check.pod_set_updates,
                 &old_check.pod_set_updates,
                 &format!("status.admissionChecks[{i}].podSetUpdates"),
-            )));
+            ));
         }
     }
     if old_status.cluster_name.is_none()
         && let Some(cluster) = &status.cluster_name
         && !old_status.nominated_cluster_names.contains(cluster)
     {
-        errors.push(
-            FieldError::invalid(
-                "status.clusterName",
-                cluster.as_str(),
-                "when setting clusterName it must be one of the nominatedClusterNames",
-            )
-            .into(),
-        );
+        errors.push(FieldError::invalid(
+            "status.clusterName",
+            cluster.as_str(),
+            "when setting clusterName it must be one of the nominatedClusterNames",
+        ));
     }
     if gates.enabled(Feature::AdmissionGatedBy) {
         errors.extend(admission_gated_by_on_update(&json(old), &json(workload)));
@@ -1406,7 +1159,7 @@ fn validate_immutable_pod_sets(new: &[PodSet], old: &[PodSet]) -> Vec<FieldError
         .collect()
 }
 
-fn validate_reclaimable_pods_update(workload: &Workload, old: &Workload) -> Vec<Violation> {
+fn validate_reclaimable_pods_update(workload: &Workload, old: &Workload) -> Vec<FieldError> {
     let new_pods = workload
         .status
         .as_ref()
@@ -1423,30 +1176,24 @@ fn validate_reclaimable_pods_update(workload: &Workload, old: &Workload) -> Vec<
     if old_pods.is_empty() || as_map(&new_pods) == as_map(&old_pods) {
         return Vec::new();
     }
-    let mut errors: Vec<Violation> = Vec::new();
+    let mut errors: Vec<FieldError> = Vec::new();
     for pod in &new_pods {
         if let Some(previous) = old_pods.iter().find(|p| p.name == pod.name)
             && pod.count < previous.count
         {
-            errors.push(
-                FieldError::invalid(
-                    format!("status.reclaimablePods[{}].count", pod.name),
-                    pod.count,
-                    format!("cannot be less than {}", previous.count),
-                )
-                .into(),
-            );
+            errors.push(FieldError::invalid(
+                format!("status.reclaimablePods[{}].count", pod.name),
+                pod.count,
+                format!("cannot be less than {}", previous.count),
+            ));
         }
     }
     for previous in &old_pods {
         if !new_pods.iter().any(|p| p.name == previous.name) {
-            errors.push(
-                FieldError::required(
-                    format!("status.reclaimablePods[{}]", previous.name),
-                    "cannot be removed",
-                )
-                .into(),
-            );
+            errors.push(FieldError::required(
+                format!("status.reclaimablePods[{}]", previous.name),
+                "cannot be removed",
+            ));
         }
     }
     errors

@@ -13,7 +13,7 @@ fn decode<K: serde::de::DeserializeOwned>(value: Value) -> K {
     serde_json::from_value(value).unwrap()
 }
 
-fn messages(violations: &[Violation]) -> Vec<String> {
+fn messages(violations: &[FieldError]) -> Vec<String> {
     violations.iter().map(ToString::to_string).collect()
 }
 
@@ -26,48 +26,6 @@ fn cluster_queue(spec: Value) -> ClusterQueue {
 fn quota(name: &str, nominal: &str) -> Value {
     json!({"name": name, "nominalQuota": nominal})
 }
-
-// === names ===
-
-#[test]
-fn apimachinery_name_messages() {
-    assert_eq!(
-        dns1123_subdomain_errors("team-a.example"),
-        Vec::<String>::new()
-    );
-    assert_eq!(
-        dns1123_subdomain_errors("Team"),
-        vec![
-            r"a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-        ]
-    );
-    assert_eq!(
-        dns1123_subdomain_errors(&"a".repeat(254))[0],
-        "must be no more than 253 characters"
-    );
-    assert_eq!(
-        qualified_name_errors("example.com/gpu"),
-        Vec::<String>::new()
-    );
-    assert_eq!(
-        qualified_name_errors("-gpu"),
-        vec![
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
-        ]
-    );
-    assert_eq!(
-        qualified_name_errors("/gpu"),
-        vec!["prefix part must be non-empty"]
-    );
-    assert_eq!(
-        qualified_name_errors("a/b/c"),
-        vec![
-            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    );
-}
-
-// === ClusterQueue ===
 
 #[test]
 fn cluster_queue_rules() {
@@ -443,26 +401,5 @@ fn conditions_are_validated() {
             r#"status.conditions[0].reason: Invalid value: "bad reason": a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName',  or 'ReasonA,ReasonB',  or 'ReasonA:ReasonB', regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')"#,
             r#"status.conditions[1].type: Duplicate value: "Finished""#,
         ]
-    );
-}
-
-#[test]
-fn aggregate_joins_like_apimachinery() {
-    let one = Violation::TooLong {
-        field: "a".to_owned(),
-        max: 63,
-    };
-    let two = Violation::NotFound {
-        field: "b".to_owned(),
-        value: json!("x"),
-    };
-    assert_eq!(aggregate(&[]), None);
-    assert_eq!(
-        aggregate(std::slice::from_ref(&one)),
-        Some("a: Too long: may not be more than 63 bytes".to_owned())
-    );
-    assert_eq!(
-        aggregate(&[one.clone(), two, one]),
-        Some(r#"[a: Too long: may not be more than 63 bytes, b: Not found: "x"]"#.to_owned())
     );
 }

@@ -18,6 +18,7 @@ use crate::api::v1beta2::{
 };
 use crate::jobs::{self, JobError, JobFramework, PodSet, PodSetInfo, pod_sets_equivalent};
 use crate::k8s::json::label;
+use crate::k8s::names;
 
 /// Priority values known to the cluster, as read from the watch caches.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -195,7 +196,7 @@ pub fn build_workload(
         .iter()
         .filter_map(|key| Some((key.clone(), label(job, key)?.to_string())))
         .collect();
-    if is_label_value(uid) {
+    if names::label_value(uid).is_empty() {
         labels.insert(JOB_UID_LABEL.to_string(), uid.to_string());
     }
     let annotations: BTreeMap<String, String> = job
@@ -408,19 +409,6 @@ fn maximum_execution_time_seconds(job: &Value) -> Option<i32> {
     label(job, MAX_EXEC_TIME_SECONDS_LABEL)
         .and_then(|text| text.parse::<i32>().ok())
         .filter(|seconds| *seconds > 0)
-}
-
-/// Kubernetes `IsValidLabelValue`: at most 63 characters, alphanumerics with `-_.` inside.
-fn is_label_value(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    let alphanumeric = |b: &u8| b.is_ascii_alphanumeric();
-    value.len() <= 63
-        && (bytes.is_empty()
-            || (bytes.first().is_some_and(alphanumeric)
-                && bytes.last().is_some_and(alphanumeric)
-                && bytes
-                    .iter()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))))
 }
 
 #[cfg(test)]
