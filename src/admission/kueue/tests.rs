@@ -4,6 +4,9 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::api::v1beta2::{ClusterQueue, Cohort, ResourceFlavor, Workload};
+use crate::config::FeatureGates;
+use crate::k8s::field::FieldError;
 
 fn gates() -> FeatureGates {
     FeatureGates::default()
