@@ -8,8 +8,12 @@
 //! watch lags behind.
 
 pub mod cluster_state;
+mod dispatch;
+mod overlay;
+mod planner;
+mod requeue;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,11 +21,9 @@ use std::time::Duration;
 use jiff::Timestamp;
 use kube::{Client, ResourceExt};
 use tokio::sync::{broadcast, watch};
-use tokio::task::JoinSet;
 
 use crate::admitter::scheduling::cluster_state::{
-    ClusterState, Converted, LocalQueueRef, PendingWorkload, WorkloadCache, convert_cached,
-    resource_requests,
+    ClusterState, Converted, LocalQueueRef, PendingWorkload, resource_requests,
 };
 use crate::admitter::writers::queue_status::{
     self, ClusterQueueFacts, DesiredStatuses, LocalQueueFacts, QueueUsage,
@@ -30,17 +32,21 @@ use crate::admitter::writers::queue_status::{
 use crate::admitter::writers::workload_status::{
     self, Applier, Outcome, Preemption, Preemptor, Update,
 };
-use crate::api::constants::{condition, reason};
+use crate::api::constants::reason;
 use crate::api::v1beta2 as api;
 use crate::config::Configuration;
 use crate::metrics::{
     AdmitterMetrics, AttemptLabels, ClusterQueueLabels, ClusterQueueStatusLabels, Metrics,
     ReplicaRole,
 };
-use crate::quota::from_api::{ConversionOptions, scheduler_config, workload_key};
-use crate::quota::model::{self, FlavorResource, Quantity};
-use crate::quota::{Decision, PendingReason, Queues, RequeueScope, SchedulerConfig, cycle};
+use crate::quota::from_api::{ConversionOptions, scheduler_config};
+use crate::quota::model::{self};
+use crate::quota::{Decision, PendingReason};
 use crate::stores::{Stores, StoresNotReady};
+use dispatch::{Dispatcher, Finished, UpdateKind};
+pub use overlay::Overlay;
+pub use planner::{Plan, Planner};
+pub use requeue::{Observed, Requeue};
 
 /// Shortest time to gather store changes before a cycle.
 pub const DEBOUNCE: Duration = Duration::from_millis(5);
@@ -51,8 +57,6 @@ pub const RESYNC_INTERVAL: Duration = Duration::from_secs(30);
 /// How long to wait for the stores' initial lists when the Configuration sets no
 /// `controller.cacheSyncTimeout`.
 pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
-/// Longest wait before retrying an admission the API server refused.
-const MAX_RETRY_BACKOFF_SECONDS: i64 = 60;
 
 /// Runs the scheduler until `shutdown` completes: waits for the stores, then schedules and
 /// writes queue statuses. Fails only when the stores do not sync in time.
@@ -96,380 +100,8 @@ pub async fn run_scheduler(
     Ok(())
 }
 
-// === Overlay of writes in flight ===
-
-#[derive(Clone, Debug, PartialEq)]
-struct InFlightAdmission {
-    uid: String,
-    admission: model::Admission,
-    decided_at: Timestamp,
-    resource_version: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-struct InFlightEviction {
-    uid: String,
-    resource_version: Option<String>,
-}
-
-/// Admissions and evictions written (or being written) that the store may not show yet.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Overlay {
-    admissions: BTreeMap<String, InFlightAdmission>,
-    evictions: BTreeMap<String, InFlightEviction>,
-}
-
-/// Whether the store's object is at least as new as the one a write returned.
-fn reflects(workload: &api::Workload, written: Option<&str>) -> bool {
-    let (Some(seen), Some(written)) = (workload.resource_version(), written) else {
-        return false;
-    };
-    match (seen.parse::<u64>(), written.parse::<u64>()) {
-        (Ok(seen), Ok(written)) => seen >= written,
-        _ => seen == written,
-    }
-}
-
-impl Overlay {
-    /// Records an admission decided at `now` for the workload `key` with `uid`.
-    pub fn admit(&mut self, key: &str, uid: &str, admission: model::Admission, now: Timestamp) {
-        self.admissions.insert(
-            key.to_owned(),
-            InFlightAdmission {
-                uid: uid.to_owned(),
-                admission,
-                decided_at: now,
-                resource_version: None,
-            },
-        );
-    }
-
-    /// Records an eviction decided for the workload `key` with `uid`.
-    pub fn evict(&mut self, key: &str, uid: &str) {
-        self.evictions.insert(
-            key.to_owned(),
-            InFlightEviction {
-                uid: uid.to_owned(),
-                resource_version: None,
-            },
-        );
-    }
-
-    /// Notes that the admission of `key` was written as `resource_version`.
-    pub fn admission_written(&mut self, key: &str, resource_version: Option<String>) {
-        if let Some(entry) = self.admissions.get_mut(key) {
-            entry.resource_version = resource_version;
-        }
-    }
-
-    /// Notes that the eviction of `key` was written as `resource_version`.
-    pub fn eviction_written(&mut self, key: &str, resource_version: Option<String>) {
-        if let Some(entry) = self.evictions.get_mut(key) {
-            entry.resource_version = resource_version;
-        }
-    }
-
-    /// Forgets the admission of `key` (its write failed or does not apply).
-    pub fn forget_admission(&mut self, key: &str) {
-        self.admissions.remove(key);
-    }
-
-    /// Forgets the eviction of `key`.
-    pub fn forget_eviction(&mut self, key: &str) {
-        self.evictions.remove(key);
-    }
-
-    /// Whether nothing is in flight.
-    pub fn is_empty(&self) -> bool {
-        self.admissions.is_empty() && self.evictions.is_empty()
-    }
-
-    /// Drops the entries the store reflects (or that no longer matter: the workload is gone,
-    /// was recreated or finished).
-    pub fn reconcile(&mut self, workloads: &HashMap<String, Arc<api::Workload>>) {
-        let current = |key: &str, uid: &str| {
-            workloads
-                .get(key)
-                .filter(|workload| workload.uid().as_deref() == Some(uid))
-                .filter(|workload| !workload.is_condition_true(condition::FINISHED))
-        };
-        self.admissions.retain(|key, entry| {
-            current(key, &entry.uid).is_some_and(|workload| {
-                let admitted = workload
-                    .status
-                    .as_ref()
-                    .is_some_and(|status| status.admission.is_some());
-                !admitted && !reflects(workload, entry.resource_version.as_deref())
-            })
-        });
-        self.evictions.retain(|key, entry| {
-            current(key, &entry.uid).is_some_and(|workload| {
-                let holds = workload
-                    .status
-                    .as_ref()
-                    .is_some_and(|status| status.admission.is_some());
-                holds
-                    && !workload.is_condition_true(condition::EVICTED)
-                    && !reflects(workload, entry.resource_version.as_deref())
-            })
-        });
-    }
-
-    /// Makes `converted` show the writes in flight: admitted workloads hold quota instead of
-    /// pending, evicted ones are marked evicted.
-    pub fn apply(&self, converted: &mut Converted) {
-        if !self.admissions.is_empty() {
-            let mut still_pending = Vec::with_capacity(converted.pending.len());
-            for pending in std::mem::take(&mut converted.pending) {
-                match self.admissions.get(&pending.workload.key) {
-                    Some(entry) => {
-                        let mut workload = pending.workload;
-                        workload.cluster_queue = entry.admission.cluster_queue.clone();
-                        workload.admission = Some(entry.admission.clone());
-                        workload.quota_reserved_at = Some(entry.decided_at);
-                        converted.holders.push(
-                            crate::admitter::scheduling::cluster_state::Holder {
-                                workload,
-                                local_queue: Some(pending.local_queue),
-                                admitted: true,
-                            },
-                        );
-                    }
-                    None => still_pending.push(pending),
-                }
-            }
-            converted.pending = still_pending;
-        }
-        if !self.evictions.is_empty() {
-            for holder in &mut converted.holders {
-                if self.evictions.contains_key(&holder.workload.key) {
-                    holder.workload.evicted = true;
-                }
-            }
-            converted
-                .local_queue_drains
-                .retain(|key| !self.evictions.contains_key(key));
-        }
-    }
-}
-
-// === Requeueing parked workloads ===
-
-/// Which parked workloads a change makes worth retrying.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Requeue {
-    /// The cohort tree of this ClusterQueue.
-    ClusterQueue(String),
-    /// The tree of this Cohort.
-    Cohort(String),
-    /// Every queue.
-    All,
-}
-
-/// What the scheduler saw last time, to tell what changed.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Observed {
-    cluster_queues: BTreeMap<String, model::ClusterQueue>,
-    cohorts: BTreeMap<String, model::Cohort>,
-    flavors: BTreeMap<String, model::ResourceFlavor>,
-    holders: BTreeMap<String, (String, BTreeMap<FlavorResource, Quantity>)>,
-}
-
-impl Observed {
-    /// What `converted` shows.
-    pub fn of(converted: &Converted) -> Self {
-        Self {
-            cluster_queues: converted
-                .cluster_queues
-                .iter()
-                .map(|cq| (cq.name.clone(), cq.clone()))
-                .collect(),
-            cohorts: converted
-                .cohorts
-                .iter()
-                .map(|cohort| (cohort.name.clone(), cohort.clone()))
-                .collect(),
-            flavors: converted
-                .flavors
-                .iter()
-                .map(|flavor| (flavor.name.clone(), flavor.clone()))
-                .collect(),
-            holders: converted
-                .holders
-                .iter()
-                .filter_map(|holder| {
-                    let admission = holder.workload.admission.as_ref()?;
-                    Some((
-                        holder.workload.key.clone(),
-                        (admission.cluster_queue.clone(), admission.usage()),
-                    ))
-                })
-                .collect(),
-        }
-    }
-
-    /// The requeues the change from `self` to `current` calls for: a quota holder gone or
-    /// using less releases quota in its ClusterQueue; a changed ClusterQueue, Cohort or
-    /// ResourceFlavor may make parked workloads admissible.
-    pub fn requeues(&self, current: &Observed) -> BTreeSet<Requeue> {
-        let mut requeues = BTreeSet::new();
-        if self.flavors != current.flavors {
-            requeues.insert(Requeue::All);
-        }
-        for (name, queue) in &self.cluster_queues {
-            if current.cluster_queues.get(name) != Some(queue) {
-                requeues.insert(Requeue::ClusterQueue(name.clone()));
-                if let Some(cohort) = &queue.cohort {
-                    requeues.insert(Requeue::Cohort(cohort.clone()));
-                }
-            }
-        }
-        for name in current.cluster_queues.keys() {
-            if !self.cluster_queues.contains_key(name) {
-                requeues.insert(Requeue::ClusterQueue(name.clone()));
-            }
-        }
-        let cohort_names: BTreeSet<&String> =
-            self.cohorts.keys().chain(current.cohorts.keys()).collect();
-        for name in cohort_names {
-            if self.cohorts.get(name) != current.cohorts.get(name) {
-                requeues.insert(Requeue::Cohort(name.clone()));
-            }
-        }
-        for (key, (queue, usage)) in &self.holders {
-            let released = match current.holders.get(key) {
-                None => true,
-                Some((now_queue, now_usage)) => {
-                    now_queue != queue
-                        || usage
-                            .iter()
-                            .any(|(fr, before)| now_usage.get(fr).copied().unwrap_or(0) < *before)
-                }
-            };
-            if released {
-                requeues.insert(Requeue::ClusterQueue(queue.clone()));
-            }
-        }
-        requeues
-    }
-}
-
-// === Retry backoff for refused admissions ===
-
-#[derive(Clone, Debug, Default)]
-struct Backoff {
-    waiting: HashMap<String, (u32, Timestamp)>,
-}
-
-impl Backoff {
-    fn failed(&mut self, key: &str, now: Timestamp) {
-        let failures = self.waiting.get(key).map_or(0, |(count, _)| *count) + 1;
-        let seconds = 2_i64
-            .saturating_pow(failures.saturating_sub(1))
-            .min(MAX_RETRY_BACKOFF_SECONDS);
-        let until = now
-            .checked_add(jiff::SignedDuration::from_secs(seconds))
-            .unwrap_or(now);
-        self.waiting.insert(key.to_owned(), (failures, until));
-    }
-
-    fn succeeded(&mut self, key: &str) {
-        self.waiting.remove(key);
-    }
-
-    fn is_waiting(&self, key: &str, now: Timestamp) -> bool {
-        self.waiting.get(key).is_some_and(|(_, until)| *until > now)
-    }
-
-    fn next_retry(&self, now: Timestamp) -> Option<Timestamp> {
-        self.waiting
-            .values()
-            .map(|(_, until)| *until)
-            .filter(|until| *until > now)
-            .min()
-    }
-}
-
-// === Writes in flight, one at a time per workload ===
-
-/// Which kind of update a finished write was.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum UpdateKind {
-    Admit,
-    Pending,
-    Evict,
-}
-
-impl UpdateKind {
-    fn of(update: &Update) -> Self {
-        match update {
-            Update::Admit { .. } => Self::Admit,
-            Update::Pending { .. } => Self::Pending,
-            Update::Evict { .. } => Self::Evict,
-        }
-    }
-}
-
-type Finished = (String, UpdateKind, Outcome);
-
-struct Dispatcher {
-    applier: Arc<Applier>,
-    tasks: JoinSet<Finished>,
-    /// Workload of each running task, to free its slot even if the task panicked.
-    task_keys: HashMap<tokio::task::Id, String>,
-    busy: HashSet<String>,
-    queued: HashMap<String, Update>,
-}
-
-impl Dispatcher {
-    fn new(applier: Applier) -> Self {
-        Self {
-            applier: Arc::new(applier),
-            tasks: JoinSet::new(),
-            task_keys: HashMap::new(),
-            busy: HashSet::new(),
-            queued: HashMap::new(),
-        }
-    }
-
-    /// Starts writing `update`, or queues it behind the write in flight for the same
-    /// workload (replacing an older queued one), so writes to one workload stay in order.
-    fn dispatch(&mut self, key: String, update: Update) {
-        if self.busy.contains(&key) {
-            self.queued.insert(key, update);
-            return;
-        }
-        self.busy.insert(key.clone());
-        let applier = Arc::clone(&self.applier);
-        let task_key = key.clone();
-        let task = self.tasks.spawn(async move {
-            let kind = UpdateKind::of(&update);
-            let outcome = applier.apply(&key, &update).await;
-            (key, kind, outcome)
-        });
-        self.task_keys.insert(task.id(), task_key);
-    }
-
-    /// Notes that the write for `key` ended and starts the queued one, if any.
-    fn done(&mut self, key: &str) {
-        self.busy.remove(key);
-        if let Some(update) = self.queued.remove(key) {
-            self.dispatch(key.to_owned(), update);
-        }
-    }
-}
-
-// === The scheduler ===
-
 struct Scheduler {
-    options: ConversionOptions,
-    cache: WorkloadCache,
-    scheduler_config: SchedulerConfig,
-    queues: Queues,
-    pushed: BTreeSet<String>,
-    overlay: Overlay,
-    observed: Observed,
-    backoff: Backoff,
+    planner: Planner,
     dispatcher: Dispatcher,
     metrics: AdmitterMetrics,
     role: ReplicaRole,
@@ -486,14 +118,10 @@ impl Scheduler {
         statuses: watch::Sender<DesiredStatuses>,
     ) -> Self {
         Self {
-            options: ConversionOptions::from_config(config),
-            cache: WorkloadCache::new(),
-            scheduler_config: scheduler_config(config),
-            queues: Queues::new(),
-            pushed: BTreeSet::new(),
-            overlay: Overlay::default(),
-            observed: Observed::default(),
-            backoff: Backoff::default(),
+            planner: Planner::new(
+                ConversionOptions::from_config(config),
+                scheduler_config(config),
+            ),
             dispatcher: Dispatcher::new(applier),
             metrics,
             role,
@@ -545,8 +173,8 @@ impl Scheduler {
 
     fn until_next_wake(&self, now: Timestamp) -> Duration {
         [
-            self.queues.next_requeue_at().filter(|at| *at > now),
-            self.backoff.next_retry(now),
+            self.planner.queues.next_requeue_at().filter(|at| *at > now),
+            self.planner.backoff.next_retry(now),
         ]
         .into_iter()
         .flatten()
@@ -564,8 +192,8 @@ impl Scheduler {
             Err(error) => {
                 tracing::error!(%error, "a status write task failed");
                 if let Some(key) = self.dispatcher.task_keys.remove(&error.id()) {
-                    self.overlay.forget_admission(&key);
-                    self.overlay.forget_eviction(&key);
+                    self.planner.overlay.forget_admission(&key);
+                    self.planner.overlay.forget_eviction(&key);
                     self.dispatcher.done(&key);
                 }
                 return true;
@@ -584,23 +212,27 @@ impl Scheduler {
         }
         match (kind, outcome) {
             (UpdateKind::Admit, Outcome::Written { resource_version }) => {
-                self.backoff.succeeded(&key);
-                self.overlay.admission_written(&key, resource_version);
+                self.planner.backoff.succeeded(&key);
+                self.planner
+                    .overlay
+                    .admission_written(&key, resource_version);
                 false
             }
             (UpdateKind::Admit, outcome) => {
-                self.overlay.forget_admission(&key);
+                self.planner.overlay.forget_admission(&key);
                 if matches!(outcome, Outcome::Failed(_)) {
-                    self.backoff.failed(&key, workload_status::now());
+                    self.planner.backoff.failed(&key, workload_status::now());
                 }
                 true
             }
             (UpdateKind::Evict, Outcome::Written { resource_version }) => {
-                self.overlay.eviction_written(&key, resource_version);
+                self.planner
+                    .overlay
+                    .eviction_written(&key, resource_version);
                 false
             }
             (UpdateKind::Evict, _) => {
-                self.overlay.forget_eviction(&key);
+                self.planner.overlay.forget_eviction(&key);
                 true
             }
             (UpdateKind::Pending, _) => false,
@@ -609,42 +241,12 @@ impl Scheduler {
 
     fn run_cycle(&mut self, stores: &Stores, now: Timestamp) {
         let state = ClusterState::read(stores);
-        let objects: HashMap<String, Arc<api::Workload>> = state
-            .workloads
-            .iter()
-            .map(|workload| (workload_key(workload), Arc::clone(workload)))
-            .collect();
-        self.overlay.reconcile(&objects);
-        let mut converted = convert_cached(&state, &self.options, &mut self.cache);
-        self.overlay.apply(&mut converted);
-        let snapshot = converted.snapshot(self.scheduler_config.clone(), now);
-
-        let observed = Observed::of(&converted);
-        for requeue in self.observed.requeues(&observed) {
-            let scope = match &requeue {
-                Requeue::ClusterQueue(name) => RequeueScope::ClusterQueue(name),
-                Requeue::Cohort(name) => RequeueScope::Cohort(name),
-                Requeue::All => RequeueScope::All,
-            };
-            self.queues.requeue_inadmissible(&snapshot, scope);
-        }
-        self.observed = observed;
-
-        let mut pending_keys = BTreeSet::new();
-        for pending in &converted.pending {
-            let key = &pending.workload.key;
-            if self.backoff.is_waiting(key, now) {
-                continue;
-            }
-            pending_keys.insert(key.clone());
-            self.queues.push(pending.workload.clone());
-        }
-        for stale in self.pushed.difference(&pending_keys) {
-            self.queues.remove(stale);
-        }
-        self.pushed = pending_keys;
-
-        let decisions = cycle(&snapshot, &mut self.queues);
+        let Plan {
+            objects,
+            converted,
+            snapshot,
+            decisions,
+        } = self.planner.plan(&state, now);
         let context = CycleContext {
             objects: &objects,
             pending: converted
@@ -684,7 +286,7 @@ impl Scheduler {
             let Some(holder) = context.holders.get(key.as_str()) else {
                 continue;
             };
-            self.overlay.evict(key, &holder.uid);
+            self.planner.overlay.evict(key, &holder.uid);
             self.dispatcher.dispatch(
                 key.clone(),
                 Update::Evict {
@@ -721,8 +323,12 @@ impl Scheduler {
                     .objects
                     .get(&key)
                     .and_then(|object| object.metadata.generation);
-                self.overlay
-                    .admit(&key, &pending.workload.uid, admission.clone(), context.now);
+                self.planner.overlay.admit(
+                    &key,
+                    &pending.workload.uid,
+                    admission.clone(),
+                    context.now,
+                );
                 self.dispatcher.dispatch(
                     key,
                     Update::Admit {
@@ -760,7 +366,7 @@ impl Scheduler {
                         if holder.evicted {
                             continue;
                         }
-                        self.overlay.evict(&victim.workload, &holder.uid);
+                        self.planner.overlay.evict(&victim.workload, &holder.uid);
                         self.dispatcher.dispatch(
                             victim.workload,
                             Update::Evict {
@@ -787,7 +393,7 @@ impl Scheduler {
                 if holder.evicted {
                     return;
                 }
-                self.overlay.evict(&key, &holder.uid);
+                self.planner.overlay.evict(&key, &holder.uid);
                 self.dispatcher.dispatch(
                     key,
                     Update::Evict {
@@ -849,14 +455,14 @@ impl Scheduler {
             .collect();
         let usages = queue_status::usages(&converted.holders);
         let no_usage = QueueUsage::default();
-        let fair_sharing = self.scheduler_config.fair_sharing.is_some();
+        let fair_sharing = self.planner.fair_sharing();
         let mut desired = DesiredStatuses::default();
         let mut queue_names = BTreeSet::new();
         let mut cluster_queues: BTreeMap<String, (&api::ClusterQueue, bool)> = BTreeMap::new();
         for cluster_queue in &state.cluster_queues {
             let name = cluster_queue.name_any();
             let usage = usages.cluster_queues.get(&name).unwrap_or(&no_usage);
-            let pending = self.queues.pending(&name);
+            let pending = self.planner.queues.pending(&name);
             let facts = ClusterQueueFacts {
                 flavors: &flavors,
                 usage,

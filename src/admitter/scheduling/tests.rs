@@ -3,6 +3,9 @@ use serde_json::json;
 
 use super::*;
 use crate::admitter::scheduling::cluster_state::{Holder, convert};
+use crate::admitter::scheduling::dispatch::Backoff;
+use crate::admitter::scheduling::overlay::reflects;
+use crate::quota::{RequeueScope, SchedulerConfig};
 use crate::testing::objects::{cluster_queue, flavor, local_queue, namespace, ts, workload};
 
 fn state(workloads: Vec<api::Workload>) -> ClusterState {
@@ -28,32 +31,19 @@ fn pending(name: &str, created: i64) -> api::Workload {
         .build()
 }
 
-fn objects(state: &ClusterState) -> HashMap<String, Arc<api::Workload>> {
-    state
-        .workloads
-        .iter()
-        .map(|workload| (workload_key(workload), Arc::clone(workload)))
-        .collect()
-}
-
-/// One scheduling pass as the loop runs it, without the API: returns the admitted keys.
-fn pass(state: &ClusterState, overlay: &mut Overlay, queues: &mut Queues, now: i64) -> Vec<String> {
-    overlay.reconcile(&objects(state));
-    let mut converted = convert(state, &ConversionOptions::default());
-    overlay.apply(&mut converted);
-    let snapshot = converted.snapshot(SchedulerConfig::default(), ts(now));
-    for pending in &converted.pending {
-        queues.push(pending.workload.clone());
-    }
+/// One pass of the shipped planner, without the API: returns the admitted keys, each recorded
+/// in the overlay as the loop records an admission it dispatches.
+fn pass(state: &ClusterState, planner: &mut Planner, now: i64) -> Vec<String> {
+    let plan = planner.plan(state, ts(now));
     let mut admitted = Vec::new();
-    for decision in cycle(&snapshot, queues) {
+    for decision in plan.decisions {
         if let Decision::Admit {
             workload,
             admission,
         } = decision
         {
             let uid = format!("uid-{}", workload.trim_start_matches("ns/"));
-            overlay.admit(&workload, &uid, admission, ts(now));
+            planner.overlay.admit(&workload, &uid, admission, ts(now));
             admitted.push(workload);
         }
     }
@@ -63,26 +53,16 @@ fn pass(state: &ClusterState, overlay: &mut Overlay, queues: &mut Queues, now: i
 #[test]
 fn admissions_the_store_has_not_shown_yet_still_use_quota() {
     let lagging = state(vec![pending("a", 1), pending("b", 2), pending("c", 3)]);
-    let mut overlay = Overlay::default();
-    let mut queues = Queues::new();
-    assert_eq!(
-        pass(&lagging, &mut overlay, &mut queues, 10),
-        vec!["ns/a", "ns/b"]
-    );
+    let mut planner = Planner::new(ConversionOptions::default(), SchedulerConfig::default());
+    assert_eq!(pass(&lagging, &mut planner, 10), vec!["ns/a", "ns/b"]);
     // The store still shows all three pending: the next cycles admit nothing more.
-    assert_eq!(
-        pass(&lagging, &mut overlay, &mut queues, 11),
-        Vec::<String>::new()
-    );
-    queues.requeue_inadmissible(
+    assert_eq!(pass(&lagging, &mut planner, 11), Vec::<String>::new());
+    planner.queues.requeue_inadmissible(
         &convert(&lagging, &ConversionOptions::default())
             .snapshot(SchedulerConfig::default(), ts(12)),
         RequeueScope::All,
     );
-    assert_eq!(
-        pass(&lagging, &mut overlay, &mut queues, 12),
-        Vec::<String>::new()
-    );
+    assert_eq!(pass(&lagging, &mut planner, 12), Vec::<String>::new());
 
     // The store catches up: the overlay empties and usage comes from the store.
     let admitted = |name: &str, created: i64| {
@@ -97,11 +77,8 @@ fn admissions_the_store_has_not_shown_yet_still_use_quota() {
             .build()
     };
     let caught_up = state(vec![admitted("a", 1), admitted("b", 2), pending("c", 3)]);
-    assert_eq!(
-        pass(&caught_up, &mut overlay, &mut queues, 13),
-        Vec::<String>::new()
-    );
-    assert!(overlay.is_empty());
+    assert_eq!(pass(&caught_up, &mut planner, 13), Vec::<String>::new());
+    assert!(planner.overlay.is_empty());
 }
 
 #[test]

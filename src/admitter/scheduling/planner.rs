@@ -1,0 +1,114 @@
+//! The pure part of a scheduling pass: from the cluster as the stores show it to the quota
+//! core's decisions, keeping the queues, the overlay of writes in flight, the requeue
+//! detection and the retry backoff from one pass to the next. The loop in [`super`] runs it and
+//! dispatches the decisions; tests run it without an API server.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use jiff::Timestamp;
+
+use super::cluster_state::{ClusterState, Converted, WorkloadCache, convert_cached};
+use super::dispatch::Backoff;
+use super::overlay::Overlay;
+use super::requeue::{Observed, Requeue};
+use crate::api::v1beta2 as api;
+use crate::quota::from_api::{ConversionOptions, workload_key};
+use crate::quota::{Decision, Queues, RequeueScope, SchedulerConfig, Snapshot, cycle};
+
+/// What one pass decided, with what it decided on.
+pub struct Plan {
+    /// The Workload objects of the pass, by key.
+    pub objects: HashMap<String, Arc<api::Workload>>,
+    /// The cluster converted to the model, with the overlay applied.
+    pub converted: Converted,
+    /// The snapshot the cycle ran on.
+    pub snapshot: Snapshot,
+    /// The cycle's decisions.
+    pub decisions: Vec<Decision>,
+}
+
+/// The scheduler's state between passes.
+pub struct Planner {
+    options: ConversionOptions,
+    cache: WorkloadCache,
+    scheduler_config: SchedulerConfig,
+    /// Pending workloads, long-lived so that parked ones stay parked.
+    pub queues: Queues,
+    /// Keys pushed into `queues` by the last pass.
+    pushed: BTreeSet<String>,
+    /// Writes in flight.
+    pub overlay: Overlay,
+    observed: Observed,
+    /// Admissions the API server refused, waiting to be retried.
+    pub(super) backoff: Backoff,
+}
+
+impl Planner {
+    /// A planner converting with `options` and scheduling with `scheduler_config`.
+    pub fn new(options: ConversionOptions, scheduler_config: SchedulerConfig) -> Self {
+        Self {
+            options,
+            cache: WorkloadCache::new(),
+            scheduler_config,
+            queues: Queues::new(),
+            pushed: BTreeSet::new(),
+            overlay: Overlay::default(),
+            observed: Observed::default(),
+            backoff: Backoff::default(),
+        }
+    }
+
+    /// Whether the scheduler runs with fair sharing.
+    pub fn fair_sharing(&self) -> bool {
+        self.scheduler_config.fair_sharing.is_some()
+    }
+
+    /// One pass over `state` at `now`: reconciles the overlay with the store, converts,
+    /// requeues the parked workloads a change concerns, refreshes the queues (leaving out
+    /// workloads in backoff and dropping those no longer pending) and runs the cycle.
+    pub fn plan(&mut self, state: &ClusterState, now: Timestamp) -> Plan {
+        let objects: HashMap<String, Arc<api::Workload>> = state
+            .workloads
+            .iter()
+            .map(|workload| (workload_key(workload), Arc::clone(workload)))
+            .collect();
+        self.overlay.reconcile(&objects);
+        let mut converted = convert_cached(state, &self.options, &mut self.cache);
+        self.overlay.apply(&mut converted);
+        let snapshot = converted.snapshot(self.scheduler_config.clone(), now);
+
+        let observed = Observed::of(&converted);
+        for requeue in self.observed.requeues(&observed) {
+            let scope = match &requeue {
+                Requeue::ClusterQueue(name) => RequeueScope::ClusterQueue(name),
+                Requeue::Cohort(name) => RequeueScope::Cohort(name),
+                Requeue::All => RequeueScope::All,
+            };
+            self.queues.requeue_inadmissible(&snapshot, scope);
+        }
+        self.observed = observed;
+
+        let mut pending_keys = BTreeSet::new();
+        for pending in &converted.pending {
+            let key = &pending.workload.key;
+            if self.backoff.is_waiting(key, now) {
+                continue;
+            }
+            pending_keys.insert(key.clone());
+            self.queues.push(pending.workload.clone());
+        }
+        for stale in self.pushed.difference(&pending_keys) {
+            self.queues.remove(stale);
+        }
+        self.pushed = pending_keys;
+
+        let decisions = cycle(&snapshot, &mut self.queues);
+        Plan {
+            objects,
+            converted,
+            snapshot,
+            decisions,
+        }
+    }
+}
