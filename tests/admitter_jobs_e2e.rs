@@ -58,7 +58,7 @@ async fn cluster() -> &'static TestCluster {
                 .try_init();
             let plane = cluster.plane();
             plane.install_crds(&crds::all()).await.expect("Kueue CRDs");
-            let third_party = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/crds");
+            let third_party = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("dev/cluster/crds");
             plane
                 .install_crd_files(&[
                     third_party.join("kubeflow.org_pytorchjobs.yaml"),

@@ -61,7 +61,7 @@ async fn harness() -> &'static Harness {
                 .await
                 .expect("Kueue CRDs");
             plane
-                .install_crd_files(&yaml_files("tests/cluster/crds"))
+                .install_crd_files(&yaml_files("dev/cluster/crds"))
                 .await
                 .expect("job CRDs");
 

@@ -53,7 +53,7 @@ pub enum Error {
     Json(#[from] serde_json::Error),
     #[error("yaml: {0}")]
     Yaml(#[from] serde_yaml::Error),
-    #[error("building the control plane failed (tests/cluster/build.sh): {0}")]
+    #[error("building the control plane failed (dev/cluster/build.sh): {0}")]
     Build(String),
     #[error("{component} did not become ready within {seconds}s; last log lines:\n{log}")]
     NotReady {
