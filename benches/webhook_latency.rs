@@ -138,7 +138,7 @@ fn ms(duration: Duration) -> f64 {
 
 async fn install_crds(plane: &ControlPlane) -> BenchResult<()> {
     plane.install_crds(&kuota::api::crds::all()).await?;
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/crds");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("dev/cluster/crds");
     let mut files = std::fs::read_dir(&dir)?
         .map(|entry| entry.map(|entry| entry.path()))
         .collect::<Result<Vec<_>, _>>()?;

@@ -6,6 +6,11 @@
 //! All tests share one control plane and one set of controllers, run on one runtime so the
 //! controllers outlive each test.
 
+mod common {
+    pub mod timestamp;
+    pub mod workload;
+}
+
 use std::{
     path::PathBuf,
     sync::{Arc, LazyLock},
@@ -25,9 +30,12 @@ use kuota::{
     jobs::{JobFramework, PYTORCH_JOB, workload_name},
     stores::Stores,
 };
-use kuota_cluster::{TestCluster, eventually};
+use kuota_cluster::{TestCluster, TestNamespace, eventually};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
+
+use common::timestamp::now;
+use common::workload::condition;
 
 const CONFIG: &str = r#"
 apiVersion: config.kueue.x-k8s.io/v1beta2
@@ -58,7 +66,7 @@ async fn cluster() -> &'static TestCluster {
                 .try_init();
             let plane = cluster.plane();
             plane.install_crds(&crds::all()).await.expect("Kueue CRDs");
-            let third_party = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/crds");
+            let third_party = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("dev/cluster/crds");
             plane
                 .install_crd_files(&[
                     third_party.join("kubeflow.org_pytorchjobs.yaml"),
@@ -98,6 +106,16 @@ async fn cluster() -> &'static TestCluster {
     cluster
 }
 
+/// A test's own namespace, a client, and the Job and Workload APIs in the namespace.
+async fn test_space() -> (TestNamespace, Client, Api<Job>, Api<Workload>) {
+    let cluster = cluster().await;
+    let ns = cluster.namespace().await;
+    let client = cluster.client().await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
+    let workloads: Api<Workload> = Api::namespaced(client.clone(), ns.name());
+    (ns, client, jobs, workloads)
+}
+
 fn flavor_resource() -> ApiResource {
     ApiResource {
         group: "kueue.x-k8s.io".into(),
@@ -130,12 +148,6 @@ fn batch_job(name: &str, pods: i32, cpu: &str) -> Job {
         },
     }))
     .expect("valid job")
-}
-
-fn now() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
 }
 
 /// Waits for the Workload to exist and returns it.
@@ -182,6 +194,24 @@ async fn admit(workloads: &Api<Workload>, name: &str, pod_sets: &[(&str, i32)]) 
     .await;
 }
 
+/// Creates Job `name` of one pod requesting more cpu than any node has, so that its pod stays
+/// Pending and the Job keeps running once started; waits for its Workload and admits it.
+/// Returns the Job as created and the Workload's name.
+async fn admit_pending_job(
+    jobs: &Api<Job>,
+    workloads: &Api<Workload>,
+    name: &str,
+) -> (Job, String) {
+    let job = jobs
+        .create(&PostParams::default(), &batch_job(name, 1, "5000"))
+        .await
+        .expect("create job");
+    let workload = workload_name("Job", "batch", name, &job.uid().expect("uid"));
+    workload_named(workloads, &workload).await;
+    admit(workloads, &workload, &[("main", 1)]).await;
+    (job, workload)
+}
+
 /// Changes the Workload's status with a `resourceVersion`-guarded merge patch, retrying when
 /// the controllers wrote in between.
 async fn update_status(workloads: &Api<Workload>, name: &str, change: impl Fn(&mut Value)) {
@@ -216,18 +246,6 @@ fn set_condition(status: &mut Value, condition: Value) {
         conditions.retain(|existing| existing["type"] != condition["type"]);
         conditions.push(condition);
     }
-}
-
-fn condition<'a>(
-    workload: &'a Workload,
-    type_: &str,
-) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
-    workload
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|condition| condition.type_ == type_)
 }
 
 /// Reason and note of the events recorded on the object called `name`.
@@ -266,11 +284,7 @@ async fn expect_event(client: &Client, namespace: &str, name: &str, reason: &str
 #[test]
 fn an_admitted_job_runs_on_its_flavor_and_finishes_its_workload() {
     RUNTIME.block_on(async {
-        let cluster = cluster().await;
-        let ns = cluster.namespace().await;
-        let client = cluster.client().await;
-        let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
-        let workloads: Api<Workload> = Api::namespaced(client.clone(), ns.name());
+        let (ns, client, jobs, workloads) = test_space().await;
 
         let job = jobs
             .create(&PostParams::default(), &batch_job("sample", 2, "200m"))
@@ -434,22 +448,11 @@ fn an_admitted_job_runs_on_its_flavor_and_finishes_its_workload() {
 #[test]
 fn an_evicted_job_is_suspended_restored_and_requeued() {
     RUNTIME.block_on(async {
-        let cluster = cluster().await;
-        let ns = cluster.namespace().await;
-        let client = cluster.client().await;
-        let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
-        let workloads: Api<Workload> = Api::namespaced(client.clone(), ns.name());
+        let (ns, client, jobs, workloads) = test_space().await;
 
-        // More CPU than any node has: the pods stay Pending, so the job keeps running.
-        let job = jobs
-            .create(&PostParams::default(), &batch_job("victim", 1, "5000"))
-            .await
-            .expect("create job");
+        let (job, name) = admit_pending_job(&jobs, &workloads, "victim").await;
         let original_template =
             serde_json::to_value(&job.spec.as_ref().expect("spec").template).expect("template");
-        let name = workload_name("Job", "batch", "victim", &job.uid().expect("uid"));
-        workload_named(&workloads, &name).await;
-        admit(&workloads, &name, &[("main", 1)]).await;
         eventually(WAIT, "the Job is running with pods", || async {
             jobs.get("victim").await.is_ok_and(|job| {
                 job.spec.as_ref().and_then(|spec| spec.suspend) == Some(false)
@@ -609,20 +612,11 @@ fn a_pytorch_job_finished_by_its_operator_finishes_its_workload() {
 #[test]
 fn the_workload_of_a_deleted_job_is_garbage_collected() {
     RUNTIME.block_on(async {
-        let cluster = cluster().await;
-        let ns = cluster.namespace().await;
-        let client = cluster.client().await;
-        let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
-        let workloads: Api<Workload> = Api::namespaced(client.clone(), ns.name());
+        // `_ns` keeps the namespace until the test ends.
+        let (_ns, _, jobs, workloads) = test_space().await;
 
         // Pending pods keep the job running and its Workload holding quota and the finalizer.
-        let job = jobs
-            .create(&PostParams::default(), &batch_job("doomed", 1, "5000"))
-            .await
-            .expect("create job");
-        let name = workload_name("Job", "batch", "doomed", &job.uid().expect("uid"));
-        workload_named(&workloads, &name).await;
-        admit(&workloads, &name, &[("main", 1)]).await;
+        let (_, name) = admit_pending_job(&jobs, &workloads, "doomed").await;
         eventually(WAIT, "the Job runs", || async {
             jobs.get("doomed")
                 .await

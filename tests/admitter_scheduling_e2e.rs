@@ -6,6 +6,14 @@
 //! The scheduler watches every namespace and every ClusterQueue, so the tests take turns (one
 //! scheduler at a time) and name their cluster-scoped objects after their namespace.
 
+mod common {
+    pub mod admitted;
+    pub mod json;
+    pub mod kueue;
+    pub mod timestamp;
+    pub mod workload;
+}
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{
@@ -16,7 +24,6 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use kuota::admitter::run_scheduler;
@@ -29,6 +36,12 @@ use kuota_cluster::{TestCluster, TestNamespace, delete_ignoring_missing, eventua
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, MutexGuard, oneshot};
 use tokio::task::JoinHandle;
+
+use common::admitted::is_admitted;
+use common::json::from_json;
+use common::kueue::{create_cluster_queue, create_flavor, create_local_queue, install_kueue_crds};
+use common::timestamp::now;
+use common::workload::condition;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -45,11 +58,7 @@ struct Env {
 async fn env() -> Env {
     let turn = ONE_SCHEDULER_AT_A_TIME.lock().await;
     let cluster = TestCluster::shared().await;
-    cluster
-        .plane()
-        .install_crds(&kuota::api::crds::all())
-        .await
-        .expect("install the Kueue CRDs");
+    install_kueue_crds(cluster.plane()).await;
     let ns = cluster.namespace().await;
     let client = cluster.client().await;
     Env {
@@ -59,10 +68,6 @@ async fn env() -> Env {
         client,
         cluster_scoped: Vec::new(),
     }
-}
-
-fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).expect("valid object")
 }
 
 impl Env {
@@ -77,13 +82,7 @@ impl Env {
 
     async fn flavor(&mut self, base: &str) -> String {
         let name = self.name(base);
-        let api: Api<ResourceFlavor> = Api::all(self.client.clone());
-        api.create(
-            &PostParams::default(),
-            &from_json(json!({"metadata": {"name": name}, "spec": {}})),
-        )
-        .await
-        .expect("create flavor");
+        create_flavor(&self.client, &name, json!({})).await;
         self.cluster_scoped.push(("flavor", name.clone()));
         name
     }
@@ -97,38 +96,13 @@ impl Env {
         spec: Value,
     ) -> String {
         let name = self.name(base);
-        let mut object = json!({
-            "metadata": {"name": name},
-            "spec": {
-                "namespaceSelector": {},
-                "resourceGroups": [{
-                    "coveredResources": ["cpu"],
-                    "flavors": [{"name": flavor, "resources": [{"name": "cpu", "nominalQuota": nominal}]}],
-                }],
-            },
-        });
-        if let (Some(target), Value::Object(extra)) = (object["spec"].as_object_mut(), spec) {
-            target.extend(extra);
-        }
-        let api: Api<ClusterQueue> = Api::all(self.client.clone());
-        api.create(&PostParams::default(), &from_json(object))
-            .await
-            .expect("create cluster queue");
+        create_cluster_queue(&self.client, &name, &[(flavor, nominal)], spec).await;
         self.cluster_scoped.push(("clusterqueue", name.clone()));
         name
     }
 
     async fn local_queue(&self, name: &str, cluster_queue: &str) {
-        let api: Api<LocalQueue> = Api::namespaced(self.client.clone(), self.ns.name());
-        api.create(
-            &PostParams::default(),
-            &from_json(json!({
-                "metadata": {"name": name},
-                "spec": {"clusterQueue": cluster_queue},
-            })),
-        )
-        .await
-        .expect("create local queue");
+        create_local_queue(&self.client, self.ns.name(), name, cluster_queue).await;
     }
 
     async fn workload(&self, name: &str, queue: &str, cpu: &str, priority: i32) -> Workload {
@@ -281,29 +255,6 @@ impl Env {
             result.expect("delete cluster-scoped object");
         }
     }
-}
-
-fn now() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
-}
-
-fn condition<'a>(workload: &'a Workload, type_: &str) -> Option<&'a Condition> {
-    workload
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-}
-
-fn is_admitted(workload: &Workload) -> bool {
-    workload
-        .status
-        .as_ref()
-        .is_some_and(|status| status.admission.is_some())
-        && condition(workload, "Admitted").is_some_and(|c| c.status == "True")
 }
 
 fn has_condition(workload: &Workload, type_: &str, status: &str, reason: &str) -> bool {

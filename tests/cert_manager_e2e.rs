@@ -6,6 +6,10 @@
 //! Tests that touch cluster-scoped objects (webhook configurations, CRDs) hold `CLUSTER_SCOPED`;
 //! the others work in a namespace of their own.
 
+mod common {
+    pub mod review;
+}
+
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -40,6 +44,8 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Mutex;
+
+use common::review::review;
 
 const SERVICE: &str = "kueue-webhook-service";
 const SECRET: &str = "kueue-webhook-server-cert";
@@ -370,22 +376,6 @@ async fn start_server(bundle: &CertBundle) -> ServerHandle {
     .expect("webhook server")
 }
 
-fn review(uid: &str) -> Value {
-    json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": uid,
-            "kind": {"group": "batch", "version": "v1", "kind": "Job"},
-            "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
-            "name": "load", "namespace": "team-a", "operation": "CREATE",
-            "userInfo": {"username": "alice"},
-            "object": {"apiVersion": "batch/v1", "kind": "Job",
-                       "metadata": {"name": "load", "namespace": "team-a"}, "spec": {}},
-            "dryRun": false
-        }
-    })
-}
-
 /// Whether an AdmissionReview response body allows the request `uid`.
 fn allowed(body: &[u8], uid: &str) -> bool {
     serde_json::from_slice::<Value>(body).is_ok_and(|review| {
@@ -468,7 +458,7 @@ async fn keep_alive_load(
         let outcome = async {
             let response = client
                 .post(&url)
-                .json(&review(&uid))
+                .json(&review(&uid, "batch", "Job", "load"))
                 .send()
                 .await
                 .map_err(|err| format!("{uid}: {err:?}"))?;
@@ -513,7 +503,7 @@ async fn fresh_connection_request(
         let chain = session.peer_certificates().ok_or("no peer certificate")?;
         served(&chain[0])
     };
-    let body = review(uid).to_string();
+    let body = review(uid, "batch", "Job", "load").to_string();
     let request = format!(
         "POST {VALIDATE_JOB} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",

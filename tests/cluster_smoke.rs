@@ -23,7 +23,7 @@ use kube::{
         admission::{AdmissionRequest, AdmissionResponse, AdmissionReview},
     },
 };
-use kuota_cluster::{TestCluster, eventually, webhook_client};
+use kuota_cluster::{TestCluster, assert_success, eventually, webhook_client};
 use serde_json::json;
 
 fn job(name: &str, completions: i32, labels: serde_json::Value) -> Job {
@@ -87,11 +87,7 @@ async fn a_job_with_two_completions_runs_to_complete_on_a_kwok_node() {
         .args(["get", "jobs", "-n", ns.name(), "-o", "name"])
         .output()
         .expect("run kubectl");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "job.batch/two");
 }
 
@@ -230,24 +226,7 @@ async fn a_job_labelled_keeprunning_runs_until_the_label_is_removed() {
         "still running while labelled"
     );
 
-    let out = cluster
-        .kubectl()
-        .args([
-            "label",
-            "pods",
-            "-n",
-            ns.name(),
-            "-l",
-            "batch.kubernetes.io/job-name=held",
-            &format!("{}-", kuota_cluster::KEEP_RUNNING_LABEL),
-        ])
-        .output()
-        .expect("kubectl");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cluster.release_keep_running(ns.name(), "held");
     eventually(Duration::from_secs(60), "job held succeeded", || async {
         jobs.get("held")
             .await

@@ -6,6 +6,11 @@
 //! Admitted state lives only in `Workload.status.admission`, so the restarted admitter must
 //! rebuild the usage from the API before admitting anything.
 
+mod common {
+    pub mod json;
+    pub mod kueue;
+}
+
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
     path::Path,
@@ -24,10 +29,13 @@ use kube::{
     runtime::{WatchStreamExt, watcher},
 };
 use kuota::api::constants::QUEUE_NAME_LABEL;
-use kuota::api::v1beta2::{ClusterQueue, LocalQueue, ResourceFlavor, Workload};
+use kuota::api::v1beta2::{ClusterQueue, ResourceFlavor, Workload};
 use kuota::k8s::quantity::resource_value;
 use kuota_cluster::{KuotaProcess, TestCluster, delete_ignoring_missing, eventually};
-use serde_json::{Value, json};
+use serde_json::json;
+
+use common::json::from_json;
+use common::kueue::{create_cluster_queue, create_flavor, create_local_queue, install_kueue_crds};
 
 /// Jobs in the burst.
 const JOBS: usize = 200;
@@ -43,10 +51,6 @@ const KILL_AFTER_ADMISSIONS: usize = 50;
 const KILL_AFTER_CREATIONS: usize = 120;
 /// Pause between two creations, so the burst is still going when the admitter dies.
 const CREATE_EVERY: Duration = Duration::from_millis(60);
-
-fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).expect("valid object")
-}
 
 /// (ClusterQueue, flavor, resource).
 type QuotaKey = (String, String, String);
@@ -279,15 +283,7 @@ async fn complete_jobs(jobs: &Api<Job>) -> usize {
         .map(|list| {
             list.items
                 .iter()
-                .filter(|job| {
-                    job.status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|cs| {
-                            cs.iter()
-                                .any(|c| c.type_ == "Complete" && c.status == "True")
-                        })
-                })
+                .filter(|job| kuota_cluster::job_is_complete(job))
                 .count()
         })
         .unwrap_or(0)
@@ -296,49 +292,17 @@ async fn complete_jobs(jobs: &Api<Job>) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn killing_the_admitter_during_a_burst_never_exceeds_quota_and_every_job_finishes() {
     let cluster = TestCluster::shared().await;
-    cluster
-        .plane()
-        .install_crds(&kuota::api::crds::all())
-        .await
-        .expect("install the Kueue CRDs");
+    install_kueue_crds(cluster.plane()).await;
     let ns = cluster.namespace().await;
     let client: Client = cluster.client().await;
 
     let flavor = format!("{}-default", ns.name());
     let cq = format!("{}-cq", ns.name());
     let flavors: Api<ResourceFlavor> = Api::all(client.clone());
-    flavors
-        .create(
-            &PostParams::default(),
-            &from_json(json!({"metadata": {"name": flavor}, "spec": {}})),
-        )
-        .await
-        .expect("create flavor");
+    create_flavor(&client, &flavor, json!({})).await;
     let queues: Api<ClusterQueue> = Api::all(client.clone());
-    queues
-        .create(
-            &PostParams::default(),
-            &from_json(json!({
-                "metadata": {"name": cq},
-                "spec": {
-                    "namespaceSelector": {},
-                    "resourceGroups": [{
-                        "coveredResources": ["cpu"],
-                        "flavors": [{"name": flavor, "resources": [{"name": "cpu", "nominalQuota": NOMINAL_CPU}]}],
-                    }],
-                },
-            })),
-        )
-        .await
-        .expect("create cluster queue");
-    let local_queues: Api<LocalQueue> = Api::namespaced(client.clone(), ns.name());
-    local_queues
-        .create(
-            &PostParams::default(),
-            &from_json(json!({"metadata": {"name": "lq"}, "spec": {"clusterQueue": cq}})),
-        )
-        .await
-        .expect("create local queue");
+    create_cluster_queue(&client, &cq, &[(&flavor, NOMINAL_CPU)], json!({})).await;
+    create_local_queue(&client, ns.name(), "lq", &cq).await;
 
     let ledger = Arc::new(Mutex::new(Ledger {
         nominal: BTreeMap::from([(

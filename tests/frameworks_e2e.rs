@@ -10,6 +10,12 @@
 //! `kuota serve` serves every test of this binary; each test has its own namespace, ClusterQueue
 //! (quota for exactly one job of its kind) and LocalQueue.
 
+mod common {
+    pub mod json;
+    pub mod timestamp;
+    pub mod workload;
+}
+
 use std::{path::PathBuf, time::Duration};
 
 use kube::{
@@ -28,11 +34,18 @@ use kuota::{
     },
     k8s::quantity::format_quantity,
 };
-use kuota_cluster::{KEEP_RUNNING_LABEL, KuotaProcess, TestCluster, TestNamespace, eventually};
+use kuota_cluster::{
+    KEEP_RUNNING_LABEL, KuotaProcess, TestCluster, TestNamespace, assert_success, eventually,
+};
 use pretty_assertions::assert_eq;
 use serde::Deserialize as _;
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
+
+use common::json::from_json;
+use common::timestamp::now;
+// `condition` here is Kuota's module of condition types.
+use common::workload::condition as condition_of;
 
 const WAIT: Duration = Duration::from_secs(60);
 /// The flavor every test's ClusterQueue uses.
@@ -62,7 +75,7 @@ async fn harness() -> &'static Harness {
                 .await
                 .expect("Kueue CRDs");
             plane
-                .install_crd_files(&yaml_files("tests/cluster/crds"))
+                .install_crd_files(&yaml_files("dev/cluster/crds"))
                 .await
                 .expect("job CRDs");
 
@@ -100,10 +113,6 @@ async fn harness() -> &'static Harness {
             Harness { cluster, kuota }
         })
         .await
-}
-
-fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).expect("valid object")
 }
 
 fn yaml_files(dir: &str) -> Vec<PathBuf> {
@@ -152,12 +161,6 @@ struct Case {
     framework: &'static dyn JobFramework,
     sample_file: &'static str,
     finish: Finish,
-}
-
-fn now() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
 }
 
 /// A `Succeeded=True` condition as the Kubeflow operators write it.
@@ -295,11 +298,7 @@ async fn the_samples_directory_is_admitted() {
         .arg(&samples)
         .output()
         .expect("kubectl");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
 
     let client = harness.cluster.client().await;
     let sample_jobs: Vec<(&dyn JobFramework, String, String)> = yaml_files("manifests/samples")
@@ -449,18 +448,6 @@ fn job_cpu(framework: &dyn JobFramework, job: &Value) -> i64 {
         .iter()
         .map(pod_set_cpu)
         .sum()
-}
-
-fn condition_of<'a>(
-    workload: &'a Workload,
-    type_: &str,
-) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
-    workload
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
 }
 
 fn is_true(workload: &Workload, type_: &str) -> bool {
@@ -741,24 +728,7 @@ async fn finish_batch_job(env: &Env, name: &str) {
         },
     )
     .await;
-    let out = env
-        .harness
+    env.harness
         .cluster
-        .kubectl()
-        .args([
-            "label",
-            "pods",
-            "-n",
-            env.ns.name(),
-            "-l",
-            &format!("batch.kubernetes.io/job-name={name}"),
-            &format!("{KEEP_RUNNING_LABEL}-"),
-        ])
-        .output()
-        .expect("kubectl");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .release_keep_running(env.ns.name(), name);
 }

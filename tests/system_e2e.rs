@@ -5,6 +5,13 @@
 //! One `kuota serve` runs for the whole binary (webhook configurations are cluster-wide); each
 //! test names its cluster-scoped objects after its own namespace.
 
+mod common {
+    pub mod admitted;
+    pub mod json;
+    pub mod kueue;
+    pub mod workload;
+}
+
 use std::{
     collections::BTreeMap,
     io::Write,
@@ -14,7 +21,6 @@ use std::{
 };
 
 use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{
     Api, Client, ResourceExt,
     api::{ListParams, PostParams},
@@ -25,10 +31,15 @@ use kuota::api::v1beta2::{
 };
 use kuota_cluster::{
     KEEP_RUNNING_LABEL, KuotaProcess, TestCluster, TestNamespace, delete_ignoring_missing,
-    eventually,
+    eventually, job_is_complete,
 };
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
+
+use common::admitted::is_admitted;
+use common::json::from_json;
+use common::kueue::{create_cluster_queue, create_flavor, create_local_queue, install_kueue_crds};
+use common::workload::condition;
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -58,10 +69,7 @@ async fn system() -> &'static TestCluster {
     KUOTA
         .get_or_init(|| async {
             let plane = cluster.plane();
-            plane
-                .install_crds(&kuota::api::crds::all())
-                .await
-                .expect("install the Kueue CRDs");
+            install_kueue_crds(plane).await;
             let kuota = plane
                 .start_kuota(Path::new(env!("CARGO_BIN_EXE_kuota")), &[])
                 .await
@@ -89,10 +97,6 @@ async fn wait_for_job_webhook(cluster: &TestCluster) {
     })
     .await
     .expect("the webhook rejects a Job naming a missing LocalQueue");
-}
-
-fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> T {
-    serde_json::from_value(value).expect("valid object")
 }
 
 /// A batch Job as a user writes it: one pod requesting `cpu`, labelled with its queue.
@@ -195,16 +199,12 @@ impl Env {
     /// A ResourceFlavor for the kwok node pool labelled `instance-type: <pool>`.
     async fn flavor(&mut self, pool: &str) -> String {
         let name = self.name(pool);
-        let api: Api<ResourceFlavor> = Api::all(self.client.clone());
-        api.create(
-            &PostParams::default(),
-            &from_json(json!({
-                "metadata": {"name": name},
-                "spec": {"nodeLabels": {"instance-type": pool}},
-            })),
+        create_flavor(
+            &self.client,
+            &name,
+            json!({"nodeLabels": {"instance-type": pool}}),
         )
-        .await
-        .expect("create flavor");
+        .await;
         self.cluster_scoped
             .push(ClusterScoped::Flavor(name.clone()));
         name
@@ -214,42 +214,14 @@ impl Env {
     /// `spec` adds fields.
     async fn cluster_queue(&mut self, base: &str, flavors: &[(&str, &str)], spec: Value) -> String {
         let name = self.name(base);
-        let flavors: Vec<Value> = flavors
-            .iter()
-            .map(|(flavor, nominal)| {
-                json!({"name": flavor, "resources": [{"name": "cpu", "nominalQuota": nominal}]})
-            })
-            .collect();
-        let mut object = json!({
-            "metadata": {"name": name},
-            "spec": {
-                "namespaceSelector": {},
-                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": flavors}],
-            },
-        });
-        if let (Some(target), Value::Object(extra)) = (object["spec"].as_object_mut(), spec) {
-            target.extend(extra);
-        }
-        let api: Api<ClusterQueue> = Api::all(self.client.clone());
-        api.create(&PostParams::default(), &from_json(object))
-            .await
-            .expect("create cluster queue");
+        create_cluster_queue(&self.client, &name, flavors, spec).await;
         self.cluster_scoped
             .push(ClusterScoped::ClusterQueue(name.clone()));
         name
     }
 
     async fn local_queue(&self, name: &str, cluster_queue: &str) {
-        let api: Api<LocalQueue> = Api::namespaced(self.client.clone(), self.ns.name());
-        api.create(
-            &PostParams::default(),
-            &from_json(json!({
-                "metadata": {"name": name},
-                "spec": {"clusterQueue": cluster_queue},
-            })),
-        )
-        .await
-        .expect("create local queue");
+        create_local_queue(&self.client, self.ns.name(), name, cluster_queue).await;
     }
 
     async fn priority_class(&mut self, base: &str, value: i32) -> String {
@@ -518,26 +490,9 @@ fn without_age(rows: Vec<Vec<String>>) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn condition<'a>(workload: &'a Workload, type_: &str) -> Option<&'a Condition> {
-    workload
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-}
-
 /// The condition as (status, reason, message).
 fn condition_triple(workload: &Workload, type_: &str) -> Option<(String, String, String)> {
     condition(workload, type_).map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
-}
-
-fn is_admitted(workload: &Workload) -> bool {
-    workload
-        .status
-        .as_ref()
-        .is_some_and(|status| status.admission.is_some())
-        && condition(workload, "Admitted").is_some_and(|c| c.status == "True")
 }
 
 fn is_finished(workload: &Workload) -> bool {
@@ -571,16 +526,6 @@ fn is_running(pod: &Pod) -> bool {
 
 fn is_suspended(job: &Job) -> bool {
     job.spec.as_ref().and_then(|s| s.suspend) == Some(true)
-}
-
-fn is_complete(job: &Job) -> bool {
-    job.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c.type_ == "Complete" && c.status == "True")
-        })
 }
 
 fn node_selector(job: &Job) -> BTreeMap<String, String> {
@@ -780,7 +725,7 @@ async fn jobs_fill_nominal_quota_then_borrow_in_the_cohort_and_finished_jobs_let
     // a-3 borrowed team-b's on-demand cpu; when it finishes, team-b's own job goes first
     // (it needs no borrowing), and a-5 keeps waiting.
     env.finish("a-3").await;
-    env.wait_for_job("a-3", "complete", is_complete).await;
+    env.wait_for_job("a-3", "complete", job_is_complete).await;
     let finished = env.wait_for_workload("a-3", "finished", is_finished).await;
     assert_eq!(
         condition_triple(&finished, "Finished"),
@@ -810,7 +755,7 @@ async fn jobs_fill_nominal_quota_then_borrow_in_the_cohort_and_finished_jobs_let
         env.finish(job).await;
     }
     for job in ["a-1", "a-2", "a-3", "a-4", "a-5", "b-1"] {
-        env.wait_for_job(job, "complete", is_complete).await;
+        env.wait_for_job(job, "complete", job_is_complete).await;
         env.wait_for_workload(job, "finished", is_finished).await;
     }
     let released = usage("0", "0");
@@ -1020,7 +965,7 @@ async fn a_higher_priority_job_preempts_a_lower_one_whose_job_is_suspended_again
     env.finish("low-1").await;
     env.finish("low-2").await;
     for job in ["low-1", "low-2", "high"] {
-        env.wait_for_job(job, "complete", is_complete).await;
+        env.wait_for_job(job, "complete", job_is_complete).await;
         env.wait_for_workload(job, "finished", is_finished).await;
     }
     env.cleanup().await;
@@ -1125,7 +1070,7 @@ async fn strict_fifo_blocks_behind_a_big_head_while_best_effort_fifo_does_not() 
     for queue in ["strict", "best-effort"] {
         for size in ["filler", "big", "small"] {
             let job = format!("{queue}-{size}");
-            env.wait_for_job(&job, "complete", is_complete).await;
+            env.wait_for_job(&job, "complete", job_is_complete).await;
         }
     }
     env.cleanup().await;

@@ -88,7 +88,7 @@ async fn install_crds(cluster: &TestCluster) {
         .install_crds(&kuota::api::crds::all())
         .await
         .expect("Kueue CRDs");
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/crds");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("dev/cluster/crds");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("job CRDs directory")
         .map(|entry| entry.expect("directory entry").path())

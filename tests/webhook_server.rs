@@ -2,8 +2,10 @@
 //! and conversion round trips, malformed and hostile input, TLS versions, readiness, metrics,
 //! certificate rotation under load and certificate-directory reloads.
 
-#[path = "common/tls.rs"]
-mod tls_support;
+mod common {
+    pub mod review;
+    pub mod tls;
+}
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -26,7 +28,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tower::ServiceExt;
 
-use tls_support::{
+use common::review::review;
+use common::tls::{
     Connections, SERVER_NAME, client_config, connect, der_of, https_client, served_certificate,
     setup, test_ca,
 };
@@ -86,34 +89,6 @@ impl AdmissionHandler for FakeHandler {
 fn set_api_version(mut object: Value, desired: &str) -> Result<Value, String> {
     object["apiVersion"] = json!(desired);
     Ok(object)
-}
-
-fn review(uid: &str, group: &str, kind: &str, name: &str) -> Value {
-    let api_version = if group.is_empty() {
-        "v1".to_owned()
-    } else {
-        format!("{group}/v1")
-    };
-    json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": uid,
-            "kind": {"group": group, "version": "v1", "kind": kind},
-            "resource": {"group": group, "version": "v1", "resource": format!("{}s", kind.to_lowercase())},
-            "name": name,
-            "namespace": "team-a",
-            "operation": "CREATE",
-            "userInfo": {"username": "alice"},
-            "object": {
-                "apiVersion": api_version,
-                "kind": kind,
-                "metadata": {"name": name, "namespace": "team-a"},
-                "spec": {}
-            },
-            "dryRun": false
-        }
-    })
 }
 
 // === server fixture ===
@@ -482,28 +457,49 @@ async fn read_until_closed<S: tokio::io::AsyncRead + Unpin>(
     }
 }
 
-#[tokio::test]
-async fn client_stalling_in_the_body_gets_408_within_the_timeout() {
-    let server = start(fast_limits(), Readiness::default()).await;
+/// Sends `partial`, the start of an HTTP/1.1 request, on a new TLS connection and reads until
+/// the server closes it (at most 5 s): what the server sent, whether it closed the connection,
+/// and how long after the last byte sent.
+async fn stall_after(server: &TestServer, partial: &str) -> (String, bool, Duration) {
     let config = client_config(server.ca.cert_pem(), rustls::ALL_VERSIONS);
     let mut stream = connect(server.handle.webhook_address(), config, SERVER_NAME)
         .await
         .unwrap();
-    stream
-        .write_all(
-            format!(
-                "POST {MUTATE_JOB} HTTP/1.1\r\nHost: {SERVER_NAME}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"apiVersi"
-            )
-            .as_bytes(),
-        )
-        .await
-        .unwrap();
+    stream.write_all(partial.as_bytes()).await.unwrap();
     stream.flush().await.unwrap();
     let started = Instant::now();
 
     let (received, closed) = read_until_closed(&mut stream, Duration::from_secs(5)).await;
     let elapsed = started.elapsed();
-    let text = String::from_utf8_lossy(&received);
+    (
+        String::from_utf8_lossy(&received).into_owned(),
+        closed,
+        elapsed,
+    )
+}
+
+/// Reads until the server closes `stream` (at most 5 s) and asserts that it did, within 3 s of
+/// `started`.
+async fn assert_disconnected<S: tokio::io::AsyncRead + Unpin>(stream: &mut S, started: Instant) {
+    let (_, closed) = read_until_closed(stream, Duration::from_secs(5)).await;
+    assert!(closed, "connection still open");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn client_stalling_in_the_body_gets_408_within_the_timeout() {
+    let server = start(fast_limits(), Readiness::default()).await;
+    let (text, closed, elapsed) = stall_after(
+        &server,
+        &format!(
+            "POST {MUTATE_JOB} HTTP/1.1\r\nHost: {SERVER_NAME}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"apiVersi"
+        ),
+    )
+    .await;
     assert!(
         text.starts_with("HTTP/1.1 408 Request Timeout\r\n"),
         "{text}"
@@ -520,21 +516,12 @@ async fn client_stalling_in_the_body_gets_408_within_the_timeout() {
 #[tokio::test]
 async fn client_stalling_in_the_headers_is_disconnected() {
     let server = start(fast_limits(), Readiness::default()).await;
-    let config = client_config(server.ca.cert_pem(), rustls::ALL_VERSIONS);
-    let mut stream = connect(server.handle.webhook_address(), config, SERVER_NAME)
-        .await
-        .unwrap();
-    stream
-        .write_all(format!("POST {MUTATE_JOB} HTTP/1.1\r\nHost: {SERVER_NAME}\r\n").as_bytes())
-        .await
-        .unwrap();
-    stream.flush().await.unwrap();
-    let started = Instant::now();
-
-    let (received, closed) = read_until_closed(&mut stream, Duration::from_secs(5)).await;
-    let elapsed = started.elapsed();
+    let (text, closed, elapsed) = stall_after(
+        &server,
+        &format!("POST {MUTATE_JOB} HTTP/1.1\r\nHost: {SERVER_NAME}\r\n"),
+    )
+    .await;
     assert!(closed, "connection still open");
-    let text = String::from_utf8_lossy(&received);
     assert!(!text.contains(" 200 "), "{text}");
     assert!(
         elapsed >= Duration::from_millis(600) && elapsed < Duration::from_secs(3),
@@ -552,13 +539,7 @@ async fn client_silent_after_the_handshake_is_disconnected() {
         .await
         .unwrap();
     let started = Instant::now();
-    let (_, closed) = read_until_closed(&mut stream, Duration::from_secs(5)).await;
-    assert!(closed, "connection still open");
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
+    assert_disconnected(&mut stream, started).await;
     server.handle.shutdown().await.unwrap();
 }
 
@@ -569,13 +550,7 @@ async fn client_that_never_starts_tls_is_disconnected() {
         .await
         .unwrap();
     let started = Instant::now();
-    let (_, closed) = read_until_closed(&mut tcp, Duration::from_secs(5)).await;
-    assert!(closed, "connection still open");
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
+    assert_disconnected(&mut tcp, started).await;
     server.handle.shutdown().await.unwrap();
 }
 

@@ -1584,7 +1584,7 @@ fn framework_table_and_webhook_paths() {
 fn test_crds_parse_and_match_the_table() {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/crds");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("dev/cluster/crds");
     let mut covered = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

@@ -13,7 +13,7 @@ use std::{
     future::Future,
     net::TcpStream,
     path::{Path, PathBuf},
-    process::Command,
+    process::{Command, Output},
     sync::atomic::{AtomicU32, Ordering},
     time::{Duration, Instant},
 };
@@ -24,6 +24,7 @@ use k8s_openapi::{
         admissionregistration::v1::{
             MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
         },
+        batch::v1::Job,
         core::v1::{Namespace, Node},
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
@@ -53,7 +54,7 @@ pub enum Error {
     Json(#[from] serde_json::Error),
     #[error("yaml: {0}")]
     Yaml(#[from] serde_yaml::Error),
-    #[error("building the control plane failed (tests/cluster/build.sh): {0}")]
+    #[error("building the control plane failed (dev/cluster/build.sh): {0}")]
     Build(String),
     #[error("{component} did not become ready within {seconds}s; last log lines:\n{log}")]
     NotReady {
@@ -548,6 +549,46 @@ impl TestCluster {
             kubeconfig: self.plane.kubeconfig.clone(),
         }
     }
+
+    /// Removes [`KEEP_RUNNING_LABEL`] from the pods of Job `job` in `namespace`, so that kwok
+    /// completes them.
+    pub fn release_keep_running(&self, namespace: &str, job: &str) {
+        let out = self
+            .kubectl()
+            .args([
+                "label",
+                "pods",
+                "-n",
+                namespace,
+                "-l",
+                &format!("batch.kubernetes.io/job-name={job}"),
+                &format!("{KEEP_RUNNING_LABEL}-"),
+            ])
+            .output()
+            .expect("kubectl");
+        assert_success(&out);
+    }
+}
+
+/// Asserts that a command (`kubectl`, usually) succeeded; its stderr is the panic message.
+#[track_caller]
+pub fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The Job's `Complete` condition is True.
+pub fn job_is_complete(job: &Job) -> bool {
+    job.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_ == "Complete" && c.status == "True")
+        })
 }
 
 /// A namespace that lives as long as the guard.

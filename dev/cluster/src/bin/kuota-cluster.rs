@@ -58,7 +58,7 @@ async fn up(args: &[String]) -> Result<(), kuota_cluster::Error> {
 
     let crd_dir = repo.join("manifests/crds");
     let mut crds = yaml_files(&crd_dir)?;
-    crds.extend(yaml_files(&repo.join("tests/cluster/crds"))?);
+    crds.extend(yaml_files(&repo.join("dev/cluster/crds"))?);
     plane.install_crd_files(&crds).await?;
     eprintln!("installed {} CRDs", crds.len());
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the test control plane (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
-# etcd, kwok) from the pinned Go modules under tests/cluster/go/ and prints the directory holding the
+# etcd, kwok) from the pinned Go modules under dev/cluster/go/ and prints the directory holding the
 # binaries. The result is cached outside the clone, keyed by the pins, so only a change of pins
 # rebuilds. Everything is compiled here from the Go module proxy; nothing prebuilt is downloaded.
 set -euo pipefail
