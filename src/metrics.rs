@@ -11,13 +11,13 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::fmt::Write;
 
-/// Content type of [`Metrics::encode`]'s output (OpenMetrics text).
+/// Content type of [`MetricsRegistry::encode`]'s output (OpenMetrics text).
 pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The registry with every metric Kuota exports.
 #[derive(Debug)]
-pub struct Metrics {
+pub struct MetricsRegistry {
     registry: Registry,
     /// Metrics of the webhook HTTPS server.
     pub webhook: WebhookMetrics,
@@ -25,13 +25,13 @@ pub struct Metrics {
     pub admitter: AdmitterMetrics,
 }
 
-impl Default for Metrics {
+impl Default for MetricsRegistry {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Metrics {
+impl MetricsRegistry {
     /// Creates the registry and registers all metrics.
     pub fn new() -> Self {
         let mut registry = Registry::default();
@@ -477,7 +477,7 @@ mod tests {
 
     #[test]
     fn webhook_metrics_are_encoded_with_labels() {
-        let metrics = Metrics::new();
+        let metrics = MetricsRegistry::new();
         metrics
             .webhook
             .observe_request("/mutate-batch-v1-job", RequestResult::Patched, 0.002);
@@ -515,7 +515,7 @@ mod tests {
     }
     #[test]
     fn admitter_metrics_use_kueue_names_and_labels() {
-        let metrics = Metrics::new();
+        let metrics = MetricsRegistry::new();
         let admitter = &metrics.admitter;
         admitter.admitted(
             &PriorityLabels {

@@ -21,7 +21,7 @@ use crate::{
     admitter,
     api::{constants::GROUP, crds},
     config::Configuration,
-    metrics::Metrics,
+    metrics::MetricsRegistry,
     stores::Stores,
     tls::{
         certs::{CA_COMMON_NAME, CA_ORGANIZATION, CertificateAuthority},
@@ -65,7 +65,7 @@ pub async fn serve(
         tracing::warn!("{warning}");
     }
     let client = client(kubeconfig.as_deref()).await?;
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(MetricsRegistry::new());
     let (stores, drivers) = Stores::new(&client);
     tokio::spawn(drivers.run());
     let readiness = Readiness::new([STORES_COMPONENT]);

@@ -30,7 +30,7 @@ use kuota::admitter::run_scheduler;
 use kuota::api::v1beta2::{ClusterQueue, LocalQueue, ResourceFlavor, Workload};
 use kuota::config::{Configuration, LoadOptions};
 use kuota::k8s::leader::lead;
-use kuota::metrics::Metrics;
+use kuota::metrics::MetricsRegistry;
 use kuota::stores::Stores;
 use kuota_cluster::{TestCluster, TestNamespace, delete_ignoring_missing, eventually};
 use serde_json::{Value, json};
@@ -271,12 +271,12 @@ fn config() -> Arc<Configuration> {
 struct RunningScheduler {
     stop: oneshot::Sender<()>,
     task: JoinHandle<()>,
-    metrics: Arc<Metrics>,
+    metrics: Arc<MetricsRegistry>,
 }
 
 fn start_scheduler(client: &Client) -> RunningScheduler {
     let (stores, drivers) = Stores::new(client);
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(MetricsRegistry::new());
     let (stop, stopped) = oneshot::channel::<()>();
     let client = client.clone();
     let scheduler_metrics = Arc::clone(&metrics);

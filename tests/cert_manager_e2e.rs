@@ -29,7 +29,7 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use kuota::admission::table::{
     mutating_configuration, service_client_config, validating_configuration,
 };
-use kuota::metrics::Metrics;
+use kuota::metrics::MetricsRegistry;
 use kuota::tls::certs::{CA_CERT_FILE, TLS_CERT_FILE, TLS_KEY_FILE, inspect_certificate};
 use kuota::tls::manager::{CA_KEY_FILE, CertBundle, CertManager, CertManagerConfig};
 use kuota::tls::{TlsHandle, install_crypto_provider};
@@ -358,7 +358,7 @@ impl AdmissionHandler for AllowAll {
 }
 
 async fn start_server(bundle: &CertBundle) -> ServerHandle {
-    let state = WebhookState::new(Arc::new(AllowAll), Arc::new(Metrics::new()));
+    let state = WebhookState::new(Arc::new(AllowAll), Arc::new(MetricsRegistry::new()));
     serve(
         WebhookServerConfig {
             listen_address: SocketAddr::from(([127, 0, 0, 1], 0)),

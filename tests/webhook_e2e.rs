@@ -24,7 +24,7 @@ use kuota::admission::lookup::StoreLookup;
 use kuota::admission::table::{mutating_configuration, validating_configuration};
 use kuota::api::v1beta2::{ClusterQueue, LocalQueue};
 use kuota::config::{Configuration, LoadOptions};
-use kuota::metrics::Metrics;
+use kuota::metrics::MetricsRegistry;
 use kuota::stores::Stores;
 use kuota::tls::certs::CertificateAuthority;
 use kuota::tls::install_crypto_provider;
@@ -121,8 +121,8 @@ async fn start_webhook(cluster: &'static TestCluster, tls: TlsSource) -> ServerH
         .map(|framework| framework.name().to_owned())
         .collect();
     let handler = KuotaAdmission::new(Arc::new(config), Arc::new(StoreLookup::new(stores, client)));
-    let state =
-        WebhookState::new(Arc::new(handler), Arc::new(Metrics::new())).with_converter(converter());
+    let state = WebhookState::new(Arc::new(handler), Arc::new(MetricsRegistry::new()))
+        .with_converter(converter());
     serve(
         WebhookServerConfig {
             listen_address: SocketAddr::from(([127, 0, 0, 1], 0)),

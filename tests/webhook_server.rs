@@ -16,7 +16,7 @@ use axum::body::Body;
 use futures::future::BoxFuture;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
-use kuota::metrics::Metrics;
+use kuota::metrics::MetricsRegistry;
 use kuota::tls::TlsError;
 use kuota::tls::certs::{self, CertificateAuthority, ServingCert};
 use kuota::webhook::{
@@ -97,7 +97,7 @@ struct TestServer {
     handle: ServerHandle,
     ca: CertificateAuthority,
     handler: Arc<FakeHandler>,
-    metrics: Arc<Metrics>,
+    metrics: Arc<MetricsRegistry>,
     readiness: Readiness,
 }
 
@@ -145,7 +145,11 @@ fn local_config(tls: TlsSource) -> WebhookServerConfig {
     }
 }
 
-fn state(handler: Arc<FakeHandler>, metrics: Arc<Metrics>, limits: RequestLimits) -> WebhookState {
+fn state(
+    handler: Arc<FakeHandler>,
+    metrics: Arc<MetricsRegistry>,
+    limits: RequestLimits,
+) -> WebhookState {
     WebhookState::new(handler, metrics)
         .with_converter(Converter::new(set_api_version))
         .with_limits(limits)
@@ -156,7 +160,7 @@ async fn start(limits: RequestLimits, readiness: Readiness) -> TestServer {
     let ca = test_ca();
     let cert = localhost_cert(&ca, HOUR);
     let handler = Arc::new(FakeHandler::default());
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(MetricsRegistry::new());
     let tls = TlsSource::InMemory {
         cert_pem: cert.cert_pem,
         key_pem: cert.key_pem,
@@ -644,7 +648,7 @@ async fn serving_certificate_has_the_service_names() {
         key_pem: cert.key_pem.clone(),
     };
     let handler = Arc::new(FakeHandler::default());
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(MetricsRegistry::new());
     let handle = serve(
         local_config(tls),
         state(handler, metrics, fast_limits()),
@@ -708,7 +712,11 @@ async fn serve_refuses_an_expired_or_mismatched_certificate() {
     };
     let err = serve(
         local_config(mismatched),
-        state(Arc::default(), Arc::new(Metrics::new()), fast_limits()),
+        state(
+            Arc::default(),
+            Arc::new(MetricsRegistry::new()),
+            fast_limits(),
+        ),
         readiness.clone(),
     )
     .await
@@ -725,7 +733,11 @@ async fn serve_refuses_an_expired_or_mismatched_certificate() {
             dir: dir.path().to_owned(),
             poll_interval: Duration::from_millis(100),
         }),
-        state(Arc::default(), Arc::new(Metrics::new()), fast_limits()),
+        state(
+            Arc::default(),
+            Arc::new(MetricsRegistry::new()),
+            fast_limits(),
+        ),
         readiness,
     )
     .await
@@ -964,7 +976,7 @@ async fn cert_dir_reloads_only_a_consistent_pair() {
     write("tls.crt", &first.cert_pem);
     write("tls.key", &first.key_pem);
 
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(MetricsRegistry::new());
     let handle = serve(
         local_config(TlsSource::CertDir {
             dir: dir.path().to_owned(),
@@ -1024,7 +1036,7 @@ async fn router_answers_through_oneshot() {
     setup();
     let app = router(state(
         Arc::new(FakeHandler::default()),
-        Arc::new(Metrics::new()),
+        Arc::new(MetricsRegistry::new()),
         fast_limits(),
     ));
     let body = serde_json::to_vec(&review("o-1", "batch", "Job", "ok")).unwrap();

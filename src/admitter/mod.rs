@@ -12,7 +12,7 @@ use kube::Client;
 
 pub use scheduling::run_scheduler;
 
-use crate::{config::Configuration, metrics::Metrics, stores::Stores};
+use crate::{config::Configuration, metrics::MetricsRegistry, stores::Stores};
 
 /// Runs the job controllers and the scheduler while this replica holds the leader Lease,
 /// until `shutdown` completes (then the Lease is released so another replica takes over).
@@ -20,7 +20,7 @@ pub async fn run(
     client: Client,
     config: Arc<Configuration>,
     stores: Stores,
-    metrics: Arc<Metrics>,
+    metrics: Arc<MetricsRegistry>,
     shutdown: impl Future<Output = ()>,
 ) {
     let identity = crate::k8s::leader::default_identity();

@@ -18,7 +18,7 @@ pub fn workload_name(kind: &str, group: &str, job_name: &str, job_uid: &str) -> 
         .to_string();
     format!(
         "{}-{}",
-        truncate(&prefix, MAX_NAME_LENGTH - 1 - HASH_LENGTH),
+        shorten(&prefix, MAX_NAME_LENGTH - 1 - HASH_LENGTH),
         &digest[..HASH_LENGTH]
     )
 }
@@ -40,7 +40,7 @@ pub fn workload_name_for(framework: &dyn JobFramework, job: &Value) -> String {
 }
 
 /// First `max` bytes of `text`, backing off to a character boundary.
-fn truncate(text: &str, max: usize) -> &str {
+fn shorten(text: &str, max: usize) -> &str {
     if text.len() <= max {
         return text;
     }

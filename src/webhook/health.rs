@@ -10,7 +10,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::metrics::{Metrics, OPENMETRICS_CONTENT_TYPE};
+use crate::metrics::{MetricsRegistry, OPENMETRICS_CONTENT_TYPE};
 
 /// Readiness component owned by the webhook server: set once the TLS listener is bound with a
 /// valid certificate, cleared when it shuts down.
@@ -76,11 +76,11 @@ impl Readiness {
 #[derive(Clone)]
 struct HealthState {
     readiness: Readiness,
-    metrics: Arc<Metrics>,
+    metrics: Arc<MetricsRegistry>,
 }
 
 /// The probe and metrics router.
-pub fn health_router(readiness: Readiness, metrics: Arc<Metrics>) -> Router {
+pub fn health_router(readiness: Readiness, metrics: Arc<MetricsRegistry>) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -142,7 +142,7 @@ mod tests {
     #[tokio::test]
     async fn readyz_waits_for_every_component() {
         let readiness = Readiness::new(["stores"]);
-        let router = health_router(readiness.clone(), Arc::new(Metrics::new()));
+        let router = health_router(readiness.clone(), Arc::new(MetricsRegistry::new()));
         readiness.require(WEBHOOK_COMPONENT);
 
         assert_eq!(
@@ -179,7 +179,7 @@ mod tests {
 
     #[tokio::test]
     async fn healthz_and_metrics() {
-        let metrics = Arc::new(Metrics::new());
+        let metrics = Arc::new(MetricsRegistry::new());
         let router = health_router(Readiness::default(), metrics);
         assert_eq!(
             get_text(&router, "/healthz").await,

@@ -23,7 +23,7 @@ use tracing::{Instrument, Span, debug, error, info, info_span, warn};
 
 use super::review::{self, ReviewError};
 use super::{AdmissionHandler, AdmissionRoute, Converter, WebhookType};
-use crate::metrics::{Metrics, RequestResult, UNMATCHED_PATH};
+use crate::metrics::{MetricsRegistry, RequestResult, UNMATCHED_PATH};
 
 /// Path of the CRD conversion webhook, as in Kueue's CRD manifests.
 pub const CONVERT_PATH: &str = "/convert";
@@ -61,7 +61,7 @@ pub struct WebhookState {
     handler: Arc<dyn AdmissionHandler>,
     routes: Arc<HashMap<String, AdmissionRoute>>,
     converter: Option<Converter>,
-    metrics: Arc<Metrics>,
+    metrics: Arc<MetricsRegistry>,
     limits: RequestLimits,
 }
 
@@ -77,7 +77,7 @@ impl std::fmt::Debug for WebhookState {
 
 impl WebhookState {
     /// State serving `handler.routes()`, with default limits and no `/convert`.
-    pub fn new(handler: Arc<dyn AdmissionHandler>, metrics: Arc<Metrics>) -> Self {
+    pub fn new(handler: Arc<dyn AdmissionHandler>, metrics: Arc<MetricsRegistry>) -> Self {
         let mut routes = HashMap::new();
         for route in handler.routes() {
             if routes.contains_key(&route.path) {
@@ -113,7 +113,7 @@ impl WebhookState {
     }
 
     /// The metrics registry.
-    pub fn metrics(&self) -> &Arc<Metrics> {
+    pub fn metrics(&self) -> &Arc<MetricsRegistry> {
         &self.metrics
     }
 

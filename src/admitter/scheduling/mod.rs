@@ -36,7 +36,7 @@ use crate::api::constants::reason;
 use crate::api::v1beta2 as api;
 use crate::config::Configuration;
 use crate::metrics::{
-    AdmitterMetrics, AttemptLabels, ClusterQueueLabels, ClusterQueueStatusLabels, Metrics,
+    AdmitterMetrics, AttemptLabels, ClusterQueueLabels, ClusterQueueStatusLabels, MetricsRegistry,
     ReplicaRole,
 };
 use crate::quota::from_api::{ConversionOptions, scheduler_config};
@@ -64,7 +64,7 @@ pub async fn run_scheduler(
     client: Client,
     config: Arc<Configuration>,
     stores: Stores,
-    metrics: Arc<Metrics>,
+    metrics: Arc<MetricsRegistry>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), StoresNotReady> {
     tokio::pin!(shutdown);
