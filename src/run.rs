@@ -11,13 +11,13 @@ use crate::{
 /// Anything that ends a `kuota` command with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("{0}")]
+    #[error(transparent)]
     Crds(#[from] crds::CrdError),
-    #[error("{0}")]
+    #[error(transparent)]
     Certs(#[from] crate::tls::certs::CertError),
-    #[error("{0}")]
+    #[error(transparent)]
     Serve(#[from] crate::serve::ServeError),
     #[error("writing output: {0}")]
     Io(#[from] std::io::Error),

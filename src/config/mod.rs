@@ -37,6 +37,8 @@ use kube::core::{Selector, SelectorExt};
 
 pub use crate::k8s::duration::{DurationError, GoDuration};
 use crate::k8s::field::FieldError;
+/// `leaderElection`, resolved: the Lease settings the leader election runs with.
+pub use crate::k8s::leader::LeaderElection;
 pub use feature_gates::{Feature, FeatureGateError, FeatureGates, Stage};
 
 /// API group of the configuration file.
@@ -351,23 +353,6 @@ pub struct Health {
     pub readiness_endpoint_name: String,
     /// Liveness path (default `/healthz`).
     pub liveness_endpoint_name: String,
-}
-
-/// `leaderElection` (Lease-based).
-#[derive(Clone, Debug, PartialEq)]
-pub struct LeaderElection {
-    /// Whether to elect a leader (default true); when false this replica always admits.
-    pub leader_elect: bool,
-    /// Lease name (default `c1f6bfd2.kueue.x-k8s.io`).
-    pub resource_name: String,
-    /// Lease namespace (default: [`Configuration::namespace`]).
-    pub resource_namespace: String,
-    /// How long a lease is valid (default 15s).
-    pub lease_duration: Duration,
-    /// How long the leader keeps retrying to renew (default 10s).
-    pub renew_deadline: Duration,
-    /// Wait between attempts (default 2s).
-    pub retry_period: Duration,
 }
 
 /// `controller`.

@@ -22,7 +22,22 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::PostParams;
 use kube::{Api, Client};
 
-use crate::config::LeaderElection;
+/// The `leaderElection` settings (client-go's `LeaderElectionConfiguration`, Lease lock only).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeaderElection {
+    /// Whether to elect a leader (default true); when false this replica always admits.
+    pub leader_elect: bool,
+    /// Lease name (default `c1f6bfd2.kueue.x-k8s.io`).
+    pub resource_name: String,
+    /// Lease namespace (Kueue's default: the Configuration's namespace).
+    pub resource_namespace: String,
+    /// How long a lease is valid (default 15s).
+    pub lease_duration: Duration,
+    /// How long the leader keeps retrying to renew (default 10s).
+    pub renew_deadline: Duration,
+    /// Wait between attempts (default 2s).
+    pub retry_period: Duration,
+}
 
 /// Where the Lease is and how long its terms are.
 #[derive(Clone, Debug, PartialEq, Eq)]
