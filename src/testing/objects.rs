@@ -1,12 +1,22 @@
 //! Builders of Kueue API objects (and the namespaces and LimitRanges around them), as typed
 //! objects built from JSON the way a user writes them.
 
+use std::collections::BTreeMap;
+
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{LimitRange, Namespace};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::api::v1beta2 as api;
+
+/// A label map from pairs.
+pub fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+        .collect()
+}
 
 /// A timestamp `seconds` after the epoch.
 pub fn ts(seconds: i64) -> Timestamp {

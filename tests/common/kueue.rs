@@ -1,13 +1,12 @@
 //! Kueue's CRDs and the queue objects a test creates through the API: ResourceFlavors,
-//! ClusterQueues (cpu quota only) and LocalQueues.
+//! ClusterQueues (cpu quota only) and LocalQueues, built with `kuota::testing`.
 
 use kube::Client;
 use kube::api::{Api, PostParams};
 use kuota::api::v1beta2::{ClusterQueue, LocalQueue, ResourceFlavor};
+use kuota::testing::objects::{cluster_queue, flavor_with, local_queue};
 use kuota_cluster::ControlPlane;
-use serde_json::{Value, json};
-
-use super::json::from_json;
+use serde_json::Value;
 
 /// Installs (or updates) the eleven `kueue.x-k8s.io` CRDs.
 pub async fn install_kueue_crds(plane: &ControlPlane) {
@@ -20,12 +19,9 @@ pub async fn install_kueue_crds(plane: &ControlPlane) {
 /// Creates ResourceFlavor `name` with `spec`.
 pub async fn create_flavor(client: &Client, name: &str, spec: Value) {
     let api: Api<ResourceFlavor> = Api::all(client.clone());
-    api.create(
-        &PostParams::default(),
-        &from_json(json!({"metadata": {"name": name}, "spec": spec})),
-    )
-    .await
-    .expect("create flavor");
+    api.create(&PostParams::default(), &flavor_with(name, spec))
+        .await
+        .expect("create flavor");
 }
 
 /// Creates ClusterQueue `name` for every namespace whose cpu quota is `flavors` (flavor name,
@@ -36,24 +32,23 @@ pub async fn create_cluster_queue(
     flavors: &[(&str, &str)],
     spec: Value,
 ) {
-    let flavors: Vec<Value> = flavors
+    let quotas: Vec<[(&str, &str); 1]> = flavors
         .iter()
-        .map(|(flavor, nominal)| {
-            json!({"name": flavor, "resources": [{"name": "cpu", "nominalQuota": nominal}]})
-        })
+        .map(|(_, nominal)| [("cpu", *nominal)])
         .collect();
-    let mut object = json!({
-        "metadata": {"name": name},
-        "spec": {
-            "namespaceSelector": {},
-            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": flavors}],
-        },
-    });
-    if let (Some(target), Value::Object(extra)) = (object["spec"].as_object_mut(), spec) {
-        target.extend(extra);
+    let groups: Vec<(&str, &[(&str, &str)])> = flavors
+        .iter()
+        .zip(&quotas)
+        .map(|((flavor, _), quota)| (*flavor, &quota[..]))
+        .collect();
+    let mut builder = cluster_queue(name).group(&["cpu"], &groups);
+    if let Value::Object(extra) = spec {
+        for (field, value) in extra {
+            builder = builder.spec(&field, value);
+        }
     }
     let api: Api<ClusterQueue> = Api::all(client.clone());
-    api.create(&PostParams::default(), &from_json(object))
+    api.create(&PostParams::default(), &builder.build())
         .await
         .expect("create cluster queue");
 }
@@ -63,10 +58,7 @@ pub async fn create_local_queue(client: &Client, namespace: &str, name: &str, cl
     let api: Api<LocalQueue> = Api::namespaced(client.clone(), namespace);
     api.create(
         &PostParams::default(),
-        &from_json(json!({
-            "metadata": {"name": name},
-            "spec": {"clusterQueue": cluster_queue},
-        })),
+        &local_queue(namespace, name, cluster_queue),
     )
     .await
     .expect("create local queue");

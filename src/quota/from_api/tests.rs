@@ -1,19 +1,10 @@
 //! Tests of the per-object conversions and of the settings a Configuration implies.
 
-use std::collections::BTreeMap;
-
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::testing::objects::{self as fixtures, flavor_with};
-
-fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect()
-}
+use crate::testing::objects::{self as fixtures, flavor_with, labels};
 
 #[test]
 fn cluster_queue_spec_becomes_the_model() {

@@ -11,15 +11,9 @@ use crate::quota::model::{
     PodSet, PodSetAssignment, Toleration, TolerationOperator,
 };
 use crate::testing::objects::{
-    cluster_queue, flavor, limit_range, local_queue, namespace, stopped_local_queue, ts, workload,
+    cluster_queue, flavor, labels, limit_range, local_queue, namespace, stopped_local_queue, ts,
+    workload,
 };
-
-fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect()
-}
 
 fn state() -> ClusterState {
     ClusterState {
