@@ -5,7 +5,7 @@
 //! memory and hugepages, `spec.overhead` added), computed after Kueue's `AdjustResources`:
 //! LimitRange `default`/`defaultRequest` fill missing limits/requests, then limits stand in for
 //! missing requests. Sums are exact (nano precision) and converted to the canonical unit of
-//! [`super::quantity`] at the end, like Quantity arithmetic followed by `ResourceValue`.
+//! [`crate::k8s::quantity`] at the end, like Quantity arithmetic followed by `ResourceValue`.
 //!
 //! The caller copies `RuntimeClass.overhead.podFixed` into `spec.overhead` beforehand when a
 //! `runtimeClassName` is set and the overhead is empty (that needs an API lookup).

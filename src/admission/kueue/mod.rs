@@ -1,7 +1,7 @@
 //! Kueue's own webhooks: defaulting and validation of ClusterQueue, Cohort, ResourceFlavor and
 //! Workload, one file per kind as Kueue's `pkg/webhooks/`, with the rules they share in
-//! [`common`] and the admission-gated-by annotation (also checked on jobs) in
-//! [`admission_gated_by`].
+//! `common` and the admission-gated-by annotation (also checked on jobs) in
+//! `admission_gated_by`.
 //!
 //! Messages are Kueue's, in apimachinery's field error shape. Where Go prints a struct with
 //! `%#v` (immutable admissions and PodSets, a preemption block) the value is shown as JSON, and

@@ -1,8 +1,8 @@
-//! Pure conversion from the Kueue API objects in the reflector stores to the scheduler's model:
-//! flavors, cohorts and ClusterQueues with integer quotas, workloads with per-pod requests
-//! (LimitRange defaults applied), and the split of workloads into those holding quota, those
-//! pending in a ClusterQueue and those that cannot be queued at all (missing or stopped
-//! LocalQueue).
+//! The cluster as the scheduler sees it: the objects of every watched kind read from the stores
+//! at one moment ([`ClusterState`]), converted to the quota core's model object by object with
+//! [`from_api`] (workload conversions cached across passes), and the split of workloads into
+//! those holding quota, those pending in a ClusterQueue and those that cannot be queued at all
+//! (missing or stopped LocalQueue).
 //!
 //! A workload holds quota while `status.admission` is set and it is not finished: that is the
 //! state an admitter restarted after a crash rebuilds its usage from. It is pending when it has

@@ -1,6 +1,7 @@
-//! The scheduling loop: whenever the stores change (debounced) or a timer fires, convert the
-//! stores into a snapshot, keep the long-lived [`Queues`] in step with the pending workloads,
-//! run a [`cycle`] and hand its decisions to the [`Applier`] without waiting for the writes.
+//! The scheduling loop: whenever the stores change (debounced) or a timer fires, run a pass of
+//! the [`Planner`] (convert the stores into a snapshot, keep the long-lived queues in step with
+//! the pending workloads, run the quota core's cycle) and hand its decisions to the [`Applier`]
+//! without waiting for the writes.
 //!
 //! Writes the stores have not reflected yet are kept in an [`Overlay`]: an admission in flight
 //! counts as usage and an eviction in flight marks its victim, until the store shows the

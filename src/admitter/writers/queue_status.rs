@@ -2,8 +2,8 @@
 //! reserving and admitted workload counts, the usage of quota holders per flavor and resource,
 //! and the `Active` condition.
 //!
-//! The scheduling loop computes the desired statuses after each cycle ([`desired_statuses`],
-//! pure) and hands them to [`write_statuses`], which patches only the queues whose status
+//! The scheduling loop computes the desired statuses after each cycle (purely, from the cycle's
+//! snapshot) and hands them to [`write_statuses`], which patches only the queues whose status
 //! differs from what the store shows, at most once per [`MIN_WRITE_INTERVAL`].
 
 use std::collections::{BTreeMap, BTreeSet};
