@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceConversion, CustomResourceDefinition, WebhookClientConfig, WebhookConversion,
+    CustomResourceConversion, CustomResourceDefinition, JSON, WebhookClientConfig,
+    WebhookConversion,
 };
 use kube::CustomResourceExt;
 use kube::core::crd::merge_crds;
@@ -65,6 +66,35 @@ fn merged<Old: CustomResourceExt, New: CustomResourceExt>() -> CustomResourceDef
     crd
 }
 
+/// `crd` with a `spec` that may be left out, as Kueue's CRD allows: `spec` is no longer required
+/// and the API server fills in `{}`, so the stored object always has one (the Rust types need
+/// it) while Kueue's documented `default-flavor`, with only a name, applies unchanged.
+fn with_optional_spec(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    for version in &mut crd.spec.versions {
+        let Some(schema) = version
+            .schema
+            .as_mut()
+            .and_then(|validation| validation.open_api_v3_schema.as_mut())
+        else {
+            continue;
+        };
+        if let Some(required) = schema.required.as_mut() {
+            required.retain(|field| field != "spec");
+        }
+        if schema.required.as_ref().is_some_and(Vec::is_empty) {
+            schema.required = None;
+        }
+        if let Some(spec) = schema
+            .properties
+            .as_mut()
+            .and_then(|properties| properties.get_mut("spec"))
+        {
+            spec.default = Some(JSON(serde_json::json!({})));
+        }
+    }
+    crd
+}
+
 /// All 11 CRDs of the `kueue.x-k8s.io` group, ordered by plural.
 pub fn all() -> Vec<CustomResourceDefinition> {
     vec![
@@ -75,7 +105,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         merged::<v1beta1::MultiKueueCluster, v1beta2::MultiKueueCluster>(),
         merged::<v1beta1::MultiKueueConfig, v1beta2::MultiKueueConfig>(),
         merged::<v1beta1::ProvisioningRequestConfig, v1beta2::ProvisioningRequestConfig>(),
-        merged::<v1beta1::ResourceFlavor, v1beta2::ResourceFlavor>(),
+        with_optional_spec(merged::<v1beta1::ResourceFlavor, v1beta2::ResourceFlavor>()),
         merged::<v1beta1::Topology, v1beta2::Topology>(),
         merged::<v1beta1::WorkloadPriorityClass, v1beta2::WorkloadPriorityClass>(),
         merged::<v1beta1::Workload, v1beta2::Workload>(),
@@ -429,6 +459,32 @@ mod tests {
             .and_then(|v| v.schema)
             .and_then(|s| s.open_api_v3_schema)
             .unwrap_or_else(|| panic!("{plural} {version} has a schema"))
+    }
+
+    #[test]
+    fn only_the_resource_flavor_spec_may_be_left_out() {
+        for crd in ALL.iter() {
+            let plural = crd.spec.names.plural.as_str();
+            for version in ["v1beta1", "v1beta2"] {
+                let root = schema(plural, version);
+                let required = root.required.clone().unwrap_or_default();
+                let spec_default = root
+                    .properties
+                    .as_ref()
+                    .and_then(|properties| properties.get("spec"))
+                    .and_then(|spec| spec.default.clone());
+                if plural == "resourceflavors" {
+                    assert!(!required.contains(&"spec".to_owned()), "{plural} {version}");
+                    assert_eq!(
+                        spec_default,
+                        Some(JSON(serde_json::json!({}))),
+                        "{plural} {version}"
+                    );
+                } else {
+                    assert_eq!(spec_default, None, "{plural} {version}");
+                }
+            }
+        }
     }
 
     /// Paths of schema nodes that break the apiserver's structural-schema rules: nodes without
