@@ -294,31 +294,43 @@ async fn immutable_cluster_queue_of_a_local_queue_is_enforced_by_the_crd() {
 }
 
 #[tokio::test]
-async fn a_resource_flavor_with_only_a_name_applies_as_in_kueues_docs() {
+async fn quota_objects_with_only_a_name_apply_as_in_kueues_docs() {
     let cluster = cluster_with_crds().await;
     let ns = cluster.namespace().await;
-    for version in ["v1beta1", "v1beta2"] {
-        let name = format!("default-flavor-{version}-{}", ns.name());
-        let yaml = format!(
-            "apiVersion: kueue.x-k8s.io/{version}\nkind: ResourceFlavor\nmetadata:\n  name: {name}\n"
-        );
-        let out = apply(cluster, ns.name(), &yaml);
-        assert!(
-            out.status.success(),
-            "{version}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let out = cluster
-            .kubectl()
-            .args([
-                "get",
-                "resourceflavors.v1beta2.kueue.x-k8s.io",
-                &name,
-                "-o",
-                "jsonpath={.metadata.name} {.spec}",
-            ])
-            .output()
-            .expect("kubectl");
-        assert_eq!(stdout(&out), format!("{name} {{}}"), "{version}");
+    // What the API server stores for an empty spec: Kueue's defaults, where the kind has any.
+    for (kind, plural, spec_path, stored) in [
+        ("ResourceFlavor", "resourceflavors", "{.spec}", "{}"),
+        ("Cohort", "cohorts", "{.spec}", "{}"),
+        (
+            "ClusterQueue",
+            "clusterqueues",
+            "{.spec.queueingStrategy} {.spec.stopPolicy}",
+            "BestEffortFIFO None",
+        ),
+    ] {
+        for version in ["v1beta1", "v1beta2"] {
+            let name = format!("empty-{version}-{}", ns.name());
+            let yaml = format!(
+                "apiVersion: kueue.x-k8s.io/{version}\nkind: {kind}\nmetadata:\n  name: {name}\n"
+            );
+            let out = apply(cluster, ns.name(), &yaml);
+            assert!(
+                out.status.success(),
+                "{kind} {version}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let out = cluster
+                .kubectl()
+                .args([
+                    "get",
+                    &format!("{plural}.{version}.kueue.x-k8s.io"),
+                    &name,
+                    "-o",
+                    &format!("jsonpath={{.metadata.name}} {spec_path}"),
+                ])
+                .output()
+                .expect("kubectl");
+            assert_eq!(stdout(&out), format!("{name} {stored}"), "{kind} {version}");
+        }
     }
 }

@@ -66,9 +66,11 @@ fn merged<Old: CustomResourceExt, New: CustomResourceExt>() -> CustomResourceDef
     crd
 }
 
-/// `crd` with a `spec` that may be left out, as Kueue's CRD allows: `spec` is no longer required
+/// `crd` with a `spec` that may be left out, as Kueue's CRDs allow: `spec` is no longer required
 /// and the API server fills in `{}`, so the stored object always has one (the Rust types need
-/// it) while Kueue's documented `default-flavor`, with only a name, applies unchanged.
+/// it) while Kueue's documented `default-flavor`, with only a name, applies unchanged. Used for
+/// the quota objects whose empty spec is valid and means something (a flavor for every node, a
+/// queue or cohort without quota); kinds whose spec has required fields keep requiring it.
 fn with_optional_spec(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
     for version in &mut crd.spec.versions {
         let Some(schema) = version
@@ -99,8 +101,8 @@ fn with_optional_spec(mut crd: CustomResourceDefinition) -> CustomResourceDefini
 pub fn all() -> Vec<CustomResourceDefinition> {
     vec![
         merged::<v1beta1::AdmissionCheck, v1beta2::AdmissionCheck>(),
-        merged::<v1beta1::ClusterQueue, v1beta2::ClusterQueue>(),
-        merged::<v1beta1::Cohort, v1beta2::Cohort>(),
+        with_optional_spec(merged::<v1beta1::ClusterQueue, v1beta2::ClusterQueue>()),
+        with_optional_spec(merged::<v1beta1::Cohort, v1beta2::Cohort>()),
         merged::<v1beta1::LocalQueue, v1beta2::LocalQueue>(),
         merged::<v1beta1::MultiKueueCluster, v1beta2::MultiKueueCluster>(),
         merged::<v1beta1::MultiKueueConfig, v1beta2::MultiKueueConfig>(),
@@ -462,7 +464,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_resource_flavor_spec_may_be_left_out() {
+    fn the_quota_objects_spec_may_be_left_out() {
         for crd in ALL.iter() {
             let plural = crd.spec.names.plural.as_str();
             for version in ["v1beta1", "v1beta2"] {
@@ -473,7 +475,7 @@ mod tests {
                     .as_ref()
                     .and_then(|properties| properties.get("spec"))
                     .and_then(|spec| spec.default.clone());
-                if plural == "resourceflavors" {
+                if ["clusterqueues", "cohorts", "resourceflavors"].contains(&plural) {
                     assert!(!required.contains(&"spec".to_owned()), "{plural} {version}");
                     assert_eq!(
                         spec_default,
