@@ -1,6 +1,8 @@
 //! Logging: a `tracing` subscriber writing text or JSON lines to stderr (stdout carries command
 //! output such as `kuota crds`).
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::{EnvFilter, fmt};
 
 /// Log line format.
@@ -41,8 +43,10 @@ pub fn init(format: LogFormat, filter: &str) -> Result<(), TelemetryError> {
     if tracing::dispatcher::has_been_set() {
         return Ok(());
     }
+    // Colour codes only for a person at a terminal, never in a log file or a collector's pipe.
     let builder = fmt()
         .with_env_filter(env_filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let installed = match format {
         LogFormat::Text => builder.try_init(),

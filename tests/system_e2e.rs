@@ -1075,3 +1075,81 @@ async fn strict_fifo_blocks_behind_a_big_head_while_best_effort_fifo_does_not() 
     }
     env.cleanup().await;
 }
+
+#[tokio::test]
+async fn kueues_quick_start_with_a_flavor_of_only_a_name_runs_a_job_to_completion() {
+    let mut env = env().await;
+    let flavor = env.name("default-flavor");
+    let cluster_queue = env.name("cluster-queue");
+    // Kueue's quick start, applied unchanged but for unique names: a ResourceFlavor with no
+    // spec, a ClusterQueue for every namespace, a LocalQueue, then a Job naming it.
+    let setup = format!(
+        "apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: {flavor}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: {cluster_queue}
+spec:
+  namespaceSelector: {{}}
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: {flavor}
+      resources:
+      - name: cpu
+        nominalQuota: 9
+      - name: memory
+        nominalQuota: 36Gi
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: user-queue
+spec:
+  clusterQueue: {cluster_queue}
+"
+    );
+    env.cluster_scoped
+        .push(ClusterScoped::Flavor(flavor.clone()));
+    env.cluster_scoped
+        .push(ClusterScoped::ClusterQueue(cluster_queue.clone()));
+    let applied = env.kubectl(&["apply", "-f", "-"], Some(&setup));
+    assert_eq!(
+        applied.lines().collect::<Vec<_>>(),
+        vec![
+            format!("resourceflavor.kueue.x-k8s.io/{flavor} created"),
+            format!("clusterqueue.kueue.x-k8s.io/{cluster_queue} created"),
+            "localqueue.kueue.x-k8s.io/user-queue created".to_owned(),
+        ]
+    );
+
+    env.submit(&TestJob::new("sample-job", "user-queue", "1"));
+    let job = env.job("sample-job").await;
+    assert!(is_suspended(&job), "stored suspended until admitted");
+    assert_eq!(
+        job.metadata
+            .labels
+            .unwrap_or_default()
+            .get(QUEUE_NAME_LABEL)
+            .map(String::as_str),
+        Some("user-queue")
+    );
+    env.wait_for_job("sample-job", "complete", job_is_complete)
+        .await;
+    let workload = env.workload("sample-job").await;
+    assert!(is_admitted(&workload), "{workload:#?}");
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn kuotas_log_file_carries_no_colour_codes() {
+    system().await;
+    let log = KUOTA.get().expect("kuota started").log();
+    let text = std::fs::read_to_string(log).expect("read kuota's log");
+    assert!(text.contains("webhook serving"), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text}");
+}
