@@ -59,6 +59,7 @@ fn merged<Old: CustomResourceExt, New: CustomResourceExt>() -> CustomResourceDef
     let mut crd = merge_crds(vec![Old::crd(), New::crd()], "v1beta2")
         .expect("v1beta1 and v1beta2 CRDs of a kind are mergeable");
     crd.spec.versions.sort_by(|a, b| a.name.cmp(&b.name));
+    crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
     crd.spec.conversion = Some(CustomResourceConversion {
         strategy: "None".to_owned(),
         webhook: None,
@@ -69,8 +70,8 @@ fn merged<Old: CustomResourceExt, New: CustomResourceExt>() -> CustomResourceDef
 /// `crd` with a `spec` that may be left out, as Kueue's CRDs allow: `spec` is no longer required
 /// and the API server fills in `{}`, so the stored object always has one (the Rust types need
 /// it) while Kueue's documented `default-flavor`, with only a name, applies unchanged. Used for
-/// the quota objects whose empty spec is valid and means something (a flavor for every node, a
-/// queue or cohort without quota); kinds whose spec has required fields keep requiring it.
+/// every kind whose empty spec is valid; kinds whose spec has required fields keep requiring it
+/// (an object without them could do nothing).
 fn with_optional_spec(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
     for version in &mut crd.spec.versions {
         let Some(schema) = version
@@ -99,19 +100,41 @@ fn with_optional_spec(mut crd: CustomResourceDefinition) -> CustomResourceDefini
 
 /// All 11 CRDs of the `kueue.x-k8s.io` group, ordered by plural.
 pub fn all() -> Vec<CustomResourceDefinition> {
-    vec![
+    let crds = vec![
         merged::<v1beta1::AdmissionCheck, v1beta2::AdmissionCheck>(),
-        with_optional_spec(merged::<v1beta1::ClusterQueue, v1beta2::ClusterQueue>()),
-        with_optional_spec(merged::<v1beta1::Cohort, v1beta2::Cohort>()),
+        merged::<v1beta1::ClusterQueue, v1beta2::ClusterQueue>(),
+        merged::<v1beta1::Cohort, v1beta2::Cohort>(),
         merged::<v1beta1::LocalQueue, v1beta2::LocalQueue>(),
         merged::<v1beta1::MultiKueueCluster, v1beta2::MultiKueueCluster>(),
         merged::<v1beta1::MultiKueueConfig, v1beta2::MultiKueueConfig>(),
         merged::<v1beta1::ProvisioningRequestConfig, v1beta2::ProvisioningRequestConfig>(),
-        with_optional_spec(merged::<v1beta1::ResourceFlavor, v1beta2::ResourceFlavor>()),
+        merged::<v1beta1::ResourceFlavor, v1beta2::ResourceFlavor>(),
         merged::<v1beta1::Topology, v1beta2::Topology>(),
         merged::<v1beta1::WorkloadPriorityClass, v1beta2::WorkloadPriorityClass>(),
         merged::<v1beta1::Workload, v1beta2::Workload>(),
-    ]
+    ];
+    crds.into_iter()
+        .map(|crd| {
+            if empty_spec_is_valid(&crd) {
+                with_optional_spec(crd)
+            } else {
+                crd
+            }
+        })
+        .collect()
+}
+
+/// Whether `{}` is a valid spec in every version: no field of the spec is required.
+fn empty_spec_is_valid(crd: &CustomResourceDefinition) -> bool {
+    crd.spec.versions.iter().all(|version| {
+        version
+            .schema
+            .as_ref()
+            .and_then(|validation| validation.open_api_v3_schema.as_ref())
+            .and_then(|schema| schema.properties.as_ref())
+            .and_then(|properties| properties.get("spec"))
+            .is_some_and(|spec| spec.required.as_ref().is_none_or(Vec::is_empty))
+    })
 }
 
 /// `crd` with its conversion delegated to the webhook reached through `client`, speaking
@@ -464,7 +487,7 @@ mod tests {
     }
 
     #[test]
-    fn the_quota_objects_spec_may_be_left_out() {
+    fn spec_may_be_left_out_where_an_empty_spec_is_valid() {
         for crd in ALL.iter() {
             let plural = crd.spec.names.plural.as_str();
             for version in ["v1beta1", "v1beta2"] {
@@ -475,7 +498,15 @@ mod tests {
                     .as_ref()
                     .and_then(|properties| properties.get("spec"))
                     .and_then(|spec| spec.default.clone());
-                if ["clusterqueues", "cohorts", "resourceflavors"].contains(&plural) {
+                if [
+                    "clusterqueues",
+                    "cohorts",
+                    "localqueues",
+                    "resourceflavors",
+                    "workloads",
+                ]
+                .contains(&plural)
+                {
                     assert!(!required.contains(&"spec".to_owned()), "{plural} {version}");
                     assert_eq!(
                         spec_default,
