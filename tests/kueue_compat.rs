@@ -1,6 +1,10 @@
-//! Kuota's CRDs against Kueue's own, read from the pinned Kueue release in the Go module cache
-//! (`dev/kueue/module.sh`): for every CRD its group, names, scope, versions (served, storage,
-//! deprecation), printer columns, status subresource and the fields required at the root.
+//! Kuota against Kueue's own files, read from the pinned Kueue release in the Go module cache
+//! (`dev/kueue/module.sh`):
+//! - every CRD: group, names, scope, versions (served, storage, deprecation), printer columns,
+//!   status subresource and the fields required at the root;
+//! - every webhook of Kueue's webhook manifests: path, rules, failure policy, side effects,
+//!   admission review versions.
+//!
 //! Every difference must be fixed or listed, with its reason, in
 //! `dev/kueue/deliberate-differences.tsv`; a listed difference that no longer exists fails too.
 
@@ -8,10 +12,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use k8s_openapi::api::admissionregistration::v1::WebhookClientConfig;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionVersion,
 };
+use kuota::admission::table::{mutating_configuration, validating_configuration};
 use pretty_assertions::assert_eq;
+use serde::Deserialize;
+use serde_json::Value;
 
 /// The pinned Kueue release's directory, fetched through the Go module proxy when missing.
 fn kueue_module() -> PathBuf {
@@ -143,6 +151,105 @@ fn deliberate_differences() -> BTreeSet<(String, String, String)> {
         .collect()
 }
 
+/// Each listed difference that `found` does not have, and each found one that is not listed.
+fn check_listed(found: &BTreeMap<(String, String, String), String>, section: &str) {
+    let listed: BTreeSet<_> = deliberate_differences()
+        .into_iter()
+        .filter(|(_, _, aspect)| section_of(aspect) == section)
+        .collect();
+    let unlisted: BTreeMap<_, _> = found
+        .iter()
+        .filter(|(key, _)| !listed.contains(*key))
+        .collect();
+    assert_eq!(
+        unlisted,
+        BTreeMap::new(),
+        "differences from Kueue not listed"
+    );
+    let stale: BTreeSet<_> = listed
+        .iter()
+        .filter(|key| !found.contains_key(*key))
+        .collect();
+    assert_eq!(stale, BTreeSet::new(), "listed differences that are gone");
+}
+
+/// Webhook aspects start with `webhook`; the rest are CRD aspects.
+fn section_of(aspect: &str) -> &'static str {
+    if aspect.starts_with("webhook") {
+        "webhooks"
+    } else {
+        "crds"
+    }
+}
+
+/// Each webhook of a Mutating- or ValidatingWebhookConfiguration (as JSON: both kinds name
+/// these fields alike) by name, with its path, rules, failure policy, side effects and review
+/// versions. The path is the Service path, or the path of a URL on `url_prefix`.
+fn webhook_facts(configuration: &Value, url_prefix: &str) -> BTreeMap<String, String> {
+    let mut facts = BTreeMap::new();
+    for webhook in configuration["webhooks"].as_array().into_iter().flatten() {
+        let client = &webhook["clientConfig"];
+        let path = client["service"]["path"].as_str().or_else(|| {
+            client["url"]
+                .as_str()
+                .and_then(|url| url.strip_prefix(url_prefix))
+        });
+        facts.insert(
+            webhook["name"].as_str().unwrap_or_default().to_owned(),
+            format!(
+                "path={path:?} rules={} failurePolicy={} sideEffects={} reviewVersions={}",
+                webhook["rules"],
+                webhook["failurePolicy"],
+                webhook["sideEffects"],
+                webhook["admissionReviewVersions"]
+            ),
+        );
+    }
+    facts
+}
+
+fn kueue_webhooks() -> BTreeMap<String, String> {
+    let path = kueue_module().join("config/components/webhook/manifests.yaml");
+    let text = std::fs::read_to_string(&path).expect("Kueue's webhook manifests");
+    let mut webhooks = BTreeMap::new();
+    for document in serde_yaml::Deserializer::from_str(&text) {
+        let configuration = Value::deserialize(document).expect("a YAML document");
+        webhooks.extend(webhook_facts(&configuration, ""));
+    }
+    webhooks
+}
+
+fn our_webhooks() -> BTreeMap<String, String> {
+    const PREFIX: &str = "https://kuota.test";
+    let client = |path: &str| WebhookClientConfig {
+        url: Some(format!("{PREFIX}{path}")),
+        ..WebhookClientConfig::default()
+    };
+    let mutating = serde_json::to_value(mutating_configuration("", client, "kueue-system"))
+        .expect("mutating configuration as JSON");
+    let validating = serde_json::to_value(validating_configuration("", client, "kueue-system"))
+        .expect("validating configuration as JSON");
+    let mut webhooks = webhook_facts(&mutating, PREFIX);
+    webhooks.extend(webhook_facts(&validating, PREFIX));
+    webhooks
+}
+
+#[test]
+fn webhooks_match_kueues_or_differ_only_as_listed() {
+    let (theirs, ours) = (kueue_webhooks(), our_webhooks());
+    let mut found = BTreeMap::new();
+    for name in theirs.keys().chain(ours.keys()) {
+        let (kueue, kuota) = (theirs.get(name), ours.get(name));
+        if kueue != kuota {
+            found.insert(
+                (name.clone(), "*".to_owned(), "webhook".to_owned()),
+                format!("Kueue: {kueue:?}; Kuota: {kuota:?}"),
+            );
+        }
+    }
+    check_listed(&found, "webhooks");
+}
+
 #[test]
 fn crds_match_kueues_or_differ_only_as_listed() {
     let theirs = kueue_crds();
@@ -168,19 +275,5 @@ fn crds_match_kueues_or_differ_only_as_listed() {
             }
         }
     }
-    let listed = deliberate_differences();
-    let unlisted: BTreeMap<_, _> = found
-        .iter()
-        .filter(|(key, _)| !listed.contains(*key))
-        .collect();
-    assert_eq!(
-        unlisted,
-        BTreeMap::new(),
-        "differences from Kueue not listed"
-    );
-    let stale: BTreeSet<_> = listed
-        .iter()
-        .filter(|key| !found.contains_key(*key))
-        .collect();
-    assert_eq!(stale, BTreeSet::new(), "listed differences that are gone");
+    check_listed(&found, "crds");
 }
