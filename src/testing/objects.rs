@@ -231,6 +231,18 @@ impl WorkloadBuilder {
         self
     }
 
+    /// Holds quota: [`Self::admission`] and `QuotaReserved=True` (at time 0).
+    pub fn reserved(self, cluster_queue: &str, assignments: Value) -> Self {
+        let message = format!("Quota reserved in ClusterQueue {cluster_queue}");
+        self.admission(cluster_queue, assignments).condition(
+            "QuotaReserved",
+            "True",
+            "QuotaReserved",
+            &message,
+            0,
+        )
+    }
+
     /// Appends a condition.
     pub fn condition(
         mut self,

@@ -38,13 +38,14 @@ use kube::{
         watcher,
     },
 };
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 pub use decision::{
     DecisionError, JobAction, JobInput, JobSettings, Parent, reconcile_decision, stop_step,
 };
 
 use crate::admitter::jobs::workload_builder::{PodPriorityClass, PriorityClasses, PriorityError};
+use crate::admitter::writers::status_apply::apply_status;
 use crate::api::constants::{JOB_UID_LABEL, RESOURCE_IN_USE_FINALIZER, condition, reason};
 use crate::api::v1beta2::{ResourceFlavorSpec, Workload, WorkloadStatus};
 use crate::config::Configuration;
@@ -634,28 +635,14 @@ async fn owner_state(shared: &SharedContext, workload: &Workload) -> Result<Owne
 
 // === Writes ===
 
-/// Writes a Workload's status as a JSON merge patch guarded by its `resourceVersion`; returns
-/// the updated Workload.
+/// Writes a Workload's status as Kueue writes it (see [`apply_status`]); returns the updated
+/// Workload.
 async fn patch_workload_status(
     workloads: &Api<Workload>,
     workload: &Workload,
     new: &WorkloadStatus,
 ) -> Result<Workload, Error> {
-    let old = match &workload.status {
-        Some(status) => to_json(status, "workload status")?,
-        None => Value::Object(Map::new()),
-    };
-    let body = json!({
-        "metadata": {"resourceVersion": workload.resource_version()},
-        "status": merge_patch(&old, &to_json(new, "workload status")?),
-    });
-    Ok(workloads
-        .patch_status(
-            &workload.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&body),
-        )
-        .await?)
+    Ok(apply_status(workloads, workload, new).await?)
 }
 
 async fn remove_finalizer(workloads: &Api<Workload>, workload: &Workload) -> Result<(), Error> {

@@ -4,9 +4,9 @@
 //! those holding quota, those pending in a ClusterQueue and those that cannot be queued at all
 //! (missing or stopped LocalQueue).
 //!
-//! A workload holds quota while `status.admission` is set and it is not finished: that is the
-//! state an admitter restarted after a crash rebuilds its usage from. It is pending when it has
-//! no admission, is active, is not finished and its LocalQueue exists.
+//! A workload holds quota while `QuotaReserved` is `True` with a `status.admission` and it is
+//! not finished: that is the state an admitter restarted after a crash rebuilds its usage from.
+//! It is pending when it holds no quota, is active, is not finished and its LocalQueue exists.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -84,7 +84,7 @@ impl fmt::Display for LocalQueueRef {
     }
 }
 
-/// A workload holding quota (`status.admission` set, not finished).
+/// A workload holding quota (`QuotaReserved=True` with an admission, not finished).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Holder {
     /// The workload, with its admission.
@@ -404,11 +404,7 @@ fn placement(workload: &api::Workload) -> Placement<'_> {
     if workload.is_condition_true(condition::FINISHED) {
         return Placement::Ignored;
     }
-    if let Some(admission) = workload
-        .status
-        .as_ref()
-        .and_then(|status| status.admission.as_ref())
-    {
+    if let Some(admission) = workload.reservation() {
         return Placement::HoldsQuota(admission);
     }
     match workload.spec.queue_name.as_deref() {

@@ -110,19 +110,13 @@ impl Overlay {
         };
         self.admissions.retain(|key, entry| {
             current(key, &entry.uid).is_some_and(|workload| {
-                let admitted = workload
-                    .status
-                    .as_ref()
-                    .is_some_and(|status| status.admission.is_some());
+                let admitted = workload.reservation().is_some();
                 !admitted && !reflects(workload, entry.resource_version.as_deref())
             })
         });
         self.evictions.retain(|key, entry| {
             current(key, &entry.uid).is_some_and(|workload| {
-                let holds = workload
-                    .status
-                    .as_ref()
-                    .is_some_and(|status| status.admission.is_some());
+                let holds = workload.reservation().is_some();
                 holds
                     && !workload.is_condition_true(condition::EVICTED)
                     && !reflects(workload, entry.resource_version.as_deref())

@@ -70,7 +70,7 @@ fn admissions_the_store_has_not_shown_yet_still_use_quota() {
             .queue("lq")
             .created(created)
             .pod_set("main", 1, json!({"cpu": "1"}))
-            .admission(
+            .reserved(
                 "cq",
                 json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}, "count": 1}]),
             )
@@ -86,7 +86,7 @@ fn overlay_moves_admitted_workloads_and_marks_evicted_ones() {
     let holder_object = workload("ns", "running")
         .queue("lq")
         .pod_set("main", 1, json!({"cpu": "1"}))
-        .admission(
+        .reserved(
             "cq",
             json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}, "count": 1}]),
         )
@@ -153,7 +153,7 @@ fn overlay_entries_end_when_the_store_shows_the_write() {
         ),
         (
             "store shows an admission",
-            workload("ns", "wl").admission("cq", json!([])).build(),
+            workload("ns", "wl").reserved("cq", json!([])).build(),
             None,
             true,
         ),
@@ -186,7 +186,7 @@ fn overlay_entries_end_when_the_store_shows_the_write() {
 
     let mut overlay = Overlay::default();
     overlay.evict("ns/wl", "uid-wl");
-    let holding = workload("ns", "wl").admission("cq", json!([])).build();
+    let holding = workload("ns", "wl").reserved("cq", json!([])).build();
     let mut objects = HashMap::from([("ns/wl".to_owned(), Arc::new(holding))]);
     overlay.reconcile(&objects);
     assert!(!overlay.is_empty(), "eviction not shown yet");
@@ -194,7 +194,7 @@ fn overlay_entries_end_when_the_store_shows_the_write() {
         "ns/wl".to_owned(),
         Arc::new(
             workload("ns", "wl")
-                .admission("cq", json!([]))
+                .reserved("cq", json!([]))
                 .condition("Evicted", "True", "Preempted", "", 1)
                 .build(),
         ),
@@ -213,7 +213,7 @@ fn changes_that_may_free_capacity_requeue_parked_workloads() {
         workload("ns", name)
             .queue("lq")
             .pod_set("main", 1, json!({"cpu": cpu}))
-            .admission(
+            .reserved(
                 "cq",
                 json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": cpu}, "count": 1}]),
             )

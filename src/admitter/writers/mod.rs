@@ -1,5 +1,7 @@
 //! The admitter's writes of status: a Workload's admission, eviction and pending state
-//! ([`workload_status`]), and the status of ClusterQueues and LocalQueues ([`queue_status`]).
+//! ([`workload_status`]), written as Kueue writes it ([`status_apply`]), and the status of
+//! ClusterQueues and LocalQueues ([`queue_status`]).
 
 pub mod queue_status;
+pub mod status_apply;
 pub mod workload_status;

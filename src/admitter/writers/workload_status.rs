@@ -1,27 +1,25 @@
 //! Applies the scheduler's decisions to Workloads: the new `status` (admission, conditions,
-//! eviction bookkeeping) as a JSON merge patch of the `status` subresource guarded by
-//! `metadata.resourceVersion`, then the events Kueue emits.
+//! eviction bookkeeping) applied as Kueue applies it ([`status_apply`]), then the events Kueue
+//! emits.
 //!
 //! Building the new status is pure ([`Update::status`]); [`Applier::apply`] reads the latest
-//! object, patches, and on a conflict re-reads and tries again. The scheduling loop runs many
+//! object, applies, and on a conflict re-reads and tries again. The scheduling loop runs many
 //! applies at once and never waits for one before deciding the next cycle.
 
 use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use kube::api::{Patch, PatchParams};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client, Resource, ResourceExt};
-use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use super::status_apply::apply_status;
 use crate::api::constants::{condition, reason};
 use crate::api::v1beta2 as api;
 use crate::k8s::conditions::{new_condition, set_condition};
 use crate::k8s::events::{Event, EventRecorder};
-use crate::k8s::json::merge_patch;
 use crate::k8s::quantity::format_quantity;
 use crate::metrics::{
     AdmitterMetrics, EvictionLabels, PreemptionLabels, PriorityLabels, ReplicaRole,
@@ -34,8 +32,11 @@ use crate::quota::{PendingReason, PreemptionReason};
 pub const EVENT_REPORTER: &str = "kueue-admission";
 /// Conflicts tolerated before an apply gives up (the next cycle decides again).
 const MAX_ATTEMPTS: usize = 5;
-/// Patches in flight at once.
-const MAX_CONCURRENT_PATCHES: usize = 64;
+/// Admissions and evictions in flight at once.
+const MAX_CONCURRENT_WRITES: usize = 64;
+/// Pending statuses in flight at once: their own, smaller pool, so that however many wait,
+/// admissions and evictions never queue behind them.
+const MAX_CONCURRENT_PENDING_WRITES: usize = 8;
 
 /// The preemptor of a preemption, as the victim's events name it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,7 +125,8 @@ impl Update {
             return Err(Skip::Finished);
         }
         let current = workload.status.clone().unwrap_or_default();
-        let reserved = current.admission.is_some();
+        // Kueue's `HasQuotaReservation`: the condition, not `admission`, says who holds quota.
+        let reserved = workload.is_condition_true(condition::QUOTA_RESERVED);
         let generation = workload.metadata.generation;
         let mut status = current.clone();
         match self {
@@ -191,6 +193,8 @@ impl Update {
                             .at(now),
                     );
                 }
+                // What an eviction finished elsewhere left behind (see `Workload::reservation`).
+                status.admission = None;
                 status.resource_requests = resource_requests.clone();
             }
             Update::Evict {
@@ -313,17 +317,6 @@ fn reset_admission_checks(checks: &mut [api::AdmissionCheckState], now: Timestam
     }
 }
 
-/// The status patch of a Workload: the merge patch from its status to `status`, guarded by
-/// its `resourceVersion`.
-pub fn status_patch(workload: &api::Workload, status: &api::WorkloadStatus) -> Value {
-    let old = serde_json::to_value(workload.status.clone().unwrap_or_default()).unwrap_or_default();
-    let new = serde_json::to_value(status).unwrap_or_default();
-    serde_json::json!({
-        "metadata": {"resourceVersion": workload.resource_version()},
-        "status": merge_patch(&old, &new),
-    })
-}
-
 /// The current time at the precision Kubernetes stores in conditions (whole seconds).
 pub fn now() -> Timestamp {
     let now = Timestamp::now();
@@ -382,6 +375,7 @@ pub struct Applier {
     metrics: AdmitterMetrics,
     role: ReplicaRole,
     permits: Arc<Semaphore>,
+    pending_permits: Arc<Semaphore>,
 }
 
 impl Applier {
@@ -399,7 +393,8 @@ impl Applier {
             recorder,
             metrics,
             role,
-            permits: Arc::new(Semaphore::new(MAX_CONCURRENT_PATCHES)),
+            permits: Arc::new(Semaphore::new(MAX_CONCURRENT_WRITES)),
+            pending_permits: Arc::new(Semaphore::new(MAX_CONCURRENT_PENDING_WRITES)),
         }
     }
 
@@ -428,7 +423,11 @@ impl Applier {
                 None,
             );
         };
-        let Ok(_permit) = self.permits.acquire().await else {
+        let permits = match update {
+            Update::Pending { .. } => &self.pending_permits,
+            Update::Admit { .. } | Update::Evict { .. } => &self.permits,
+        };
+        let Ok(_permit) = permits.acquire().await else {
             return (
                 Outcome::Skipped("the applier is shutting down".to_owned()),
                 None,
@@ -452,11 +451,7 @@ impl Applier {
                 Ok(None) => return (Outcome::Unchanged, None),
                 Err(skip) => return (Outcome::Skipped(skip.to_string()), None),
             };
-            let patch = status_patch(&workload, &status);
-            match api
-                .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
+            match apply_status(&api, &workload, &status).await {
                 Ok(written) => {
                     let outcome = Outcome::Written {
                         resource_version: written.resource_version(),
@@ -538,9 +533,7 @@ impl Applier {
                 preemption,
             } => {
                 let cluster_queue = before
-                    .status
-                    .as_ref()
-                    .and_then(|status| status.admission.as_ref())
+                    .reservation()
                     .map(|admission| admission.cluster_queue.clone())
                     .unwrap_or_default();
                 self.metrics

@@ -146,6 +146,18 @@ impl Workload {
     pub fn is_condition_true(&self, type_: &str) -> bool {
         self.true_condition(type_).is_some()
     }
+
+    /// The quota the workload holds: its `admission` while `QuotaReserved` is `True`. As in
+    /// Kueue, the condition decides; an `admission` left beside `QuotaReserved=False` (an
+    /// eviction finished by someone who could not remove it) holds nothing.
+    pub fn reservation(&self) -> Option<&Admission> {
+        let status = self.status.as_ref()?;
+        conditions::find_true(
+            &status.conditions,
+            crate::api::constants::condition::QUOTA_RESERVED,
+        )?;
+        status.admission.as_ref()
+    }
 }
 
 impl WorkloadSpec {

@@ -181,7 +181,7 @@ fn workloads_are_sorted_into_holders_pending_and_unqueued() {
         workload("team-a", name)
             .queue(queue)
             .pod_set("main", 1, json!({"cpu": "1"}))
-            .admission("cq", json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}, "count": 1}]))
+            .reserved("cq", json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}, "count": 1}]))
     };
     state.workloads = [
         workload("team-a", "pending")

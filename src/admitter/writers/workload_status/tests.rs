@@ -1,9 +1,10 @@
 use std::collections::BTreeMap;
 
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
+use crate::admitter::writers::status_apply::status_apply;
 use crate::testing::objects::{condition as api_condition, rfc3339, ts, workload};
 
 fn admission(cluster_queue: &str) -> model::Admission {
@@ -24,12 +25,21 @@ fn admission(cluster_queue: &str) -> model::Admission {
     }
 }
 
-fn patch_of(update: &Update, object: &api::Workload, now: i64) -> Value {
+/// The `status` of the apply that writes `update` (`status_apply` has the rest of the body).
+fn applied(update: &Update, object: &api::Workload, now: i64) -> Value {
     let status = update
         .status(object, ts(now))
         .expect("applies")
         .expect("changes the status");
-    status_patch(object, &status)
+    status_apply(object, &status)["status"].take()
+}
+
+/// The admission `admitted_workload` holds, as the API has it.
+fn victim_admission() -> Value {
+    json!({
+        "clusterQueue": "cq",
+        "podSetAssignments": [{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}, "count": 1}],
+    })
 }
 
 const PREEMPTION_MESSAGE: &str = "Preempted to accommodate a workload (UID: uid-b, JobUID: UNKNOWN) due to prioritization in the ClusterQueue; preemptor path: /cq; preemptee path: /cq";
@@ -60,28 +70,24 @@ fn admitting_writes_the_admission_and_resets_eviction_conditions() {
     };
     let previously = format!("Previously: {PREEMPTION_MESSAGE}");
     assert_eq!(
-        patch_of(&update, &object, 300),
+        applied(&update, &object, 300),
         json!({
-            "metadata": {"resourceVersion": "10"},
-            "status": {
-                "admission": {
-                    "clusterQueue": "cq",
-                    "podSetAssignments": [{
-                        "name": "main",
-                        "flavors": {"cpu": "default", "memory": "default"},
-                        "resourceUsage": {"cpu": "2500m", "memory": "2Gi"},
-                        "count": 2,
-                    }],
-                },
-                "conditions": [
-                    {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "Quota reserved in ClusterQueue cq", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
-                    {"type": "Evicted", "status": "False", "reason": "QuotaReserved", "message": previously, "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
-                    {"type": "Preempted", "status": "False", "reason": "QuotaReserved", "message": previously, "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
-                    api_condition("Requeued", "True", "Preempted", PREEMPTION_MESSAGE, 160),
-                    {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "The workload is admitted", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
-                ],
-                "resourceRequests": null,
+            "admission": {
+                "clusterQueue": "cq",
+                "podSetAssignments": [{
+                    "name": "main",
+                    "flavors": {"cpu": "default", "memory": "default"},
+                    "resourceUsage": {"cpu": "2500m", "memory": "2Gi"},
+                    "count": 2,
+                }],
             },
+            "conditions": [
+                {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "Quota reserved in ClusterQueue cq", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+                {"type": "Evicted", "status": "False", "reason": "QuotaReserved", "message": previously, "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+                {"type": "Preempted", "status": "False", "reason": "QuotaReserved", "message": previously, "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+                api_condition("Requeued", "True", "Preempted", PREEMPTION_MESSAGE, 160),
+                {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "The workload is admitted", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+            ],
         })
     );
 }
@@ -92,12 +98,7 @@ fn admission_is_refused_when_the_workload_moved_on() {
         admission: admission("cq"),
         generation: Some(1),
     };
-    let admitted = workload("ns", "wl")
-        .admission(
-            "cq",
-            json!([{"name": "main", "resourceUsage": {"cpu": "1"}}]),
-        )
-        .build();
+    let admitted = admitted_workload().build();
     let finished = workload("ns", "wl")
         .condition("Finished", "True", "Succeeded", "done", 200)
         .build();
@@ -129,27 +130,20 @@ fn pending_sets_quota_reserved_false_once() {
             )]),
         }],
     };
-    let patch = patch_of(&update, &object, 300);
     assert_eq!(
-        patch,
+        applied(&update, &object, 300),
         json!({
-            "metadata": {"resourceVersion": "10"},
-            "status": {
-                "conditions": [{
-                    "type": "QuotaReserved", "status": "False", "reason": "WaitingForQuota",
-                    "message": "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed",
-                    "observedGeneration": 1, "lastTransitionTime": rfc3339(300),
-                }],
-                "resourceRequests": [{"name": "main", "resources": {"cpu": "2"}}],
-            },
+            "conditions": [{
+                "type": "QuotaReserved", "status": "False", "reason": "WaitingForQuota",
+                "message": "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed",
+                "observedGeneration": 1, "lastTransitionTime": rfc3339(300),
+            }],
+            "resourceRequests": [{"name": "main", "resources": {"cpu": "2"}}],
         })
     );
 
-    let written: api::Workload = {
-        let mut value = serde_json::to_value(&object).unwrap();
-        json_patch::merge(&mut value, &patch);
-        serde_json::from_value(value).unwrap()
-    };
+    let mut written = object.clone();
+    written.status = update.status(&object, ts(300)).unwrap();
     assert_eq!(
         update.status(&written, ts(400)),
         Ok(None),
@@ -187,32 +181,41 @@ fn pending_clears_a_stale_admitted_condition_and_skips_holders() {
         resource_requests: Vec::new(),
     };
     assert_eq!(
-        patch_of(&update, &object, 300)["status"]["conditions"],
+        applied(&update, &object, 300)["conditions"],
         json!([
             {"type": "Admitted", "status": "False", "reason": "NoReservation", "message": "The workload has no reservation", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
             {"type": "QuotaReserved", "status": "False", "reason": "Misconfigured", "message": "LocalQueue lq doesn't exist", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
         ])
     );
-    let holder = workload("ns", "wl")
-        .admission(
-            "cq",
-            json!([{"name": "main", "resourceUsage": {"cpu": "1"}}]),
-        )
-        .build();
+    let holder = admitted_workload().build();
     assert_eq!(update.status(&holder, ts(300)), Err(Skip::AlreadyAdmitted));
 }
 
-fn admitted_workload() -> crate::testing::objects::WorkloadBuilder {
+/// A workload with the admission [`victim_admission`] shows, and no conditions.
+fn with_victim_admission() -> crate::testing::objects::WorkloadBuilder {
     workload("ns", "victim")
         .queue("lq")
         .priority(1)
         .pod_set("main", 1, json!({"cpu": "1"}))
-        .admission(
-            "cq",
-            json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}, "count": 1}]),
+        .status("admission", victim_admission())
+}
+
+fn admitted_workload() -> crate::testing::objects::WorkloadBuilder {
+    with_victim_admission()
+        .condition(
+            "QuotaReserved",
+            "True",
+            "QuotaReserved",
+            "Quota reserved in ClusterQueue cq",
+            100,
         )
-        .condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq", 100)
-        .condition("Admitted", "True", "Admitted", "The workload is admitted", 100)
+        .condition(
+            "Admitted",
+            "True",
+            "Admitted",
+            "The workload is admitted",
+            100,
+        )
 }
 
 #[test]
@@ -242,20 +245,17 @@ fn preemption_evicts_with_both_conditions_and_counts_the_eviction() {
         }),
     };
     assert_eq!(
-        patch_of(&update, &object, 300),
+        applied(&update, &object, 300),
         json!({
-            "metadata": {"resourceVersion": "10"},
-            "status": {
-                "conditions": [
-                    api_condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq", 100),
-                    api_condition("Admitted", "True", "Admitted", "The workload is admitted", 100),
-                    {"type": "Evicted", "status": "True", "reason": "Preempted", "message": PREEMPTION_MESSAGE, "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
-                    {"type": "Preempted", "status": "True", "reason": "InClusterQueue", "message": PREEMPTION_MESSAGE, "lastTransitionTime": rfc3339(300)},
-                ],
-                "schedulingStats": {"evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 2}]},
-                "admissionChecks": [{"name": "check", "state": "Pending", "lastTransitionTime": rfc3339(300), "message": "Reset to Pending after eviction. Previously: Retry", "retryCount": 2}],
-                "clusterName": null,
-            },
+            "admission": victim_admission(),
+            "conditions": [
+                api_condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq", 100),
+                api_condition("Admitted", "True", "Admitted", "The workload is admitted", 100),
+                {"type": "Evicted", "status": "True", "reason": "Preempted", "message": PREEMPTION_MESSAGE, "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+                {"type": "Preempted", "status": "True", "reason": "InClusterQueue", "message": PREEMPTION_MESSAGE, "lastTransitionTime": rfc3339(300)},
+            ],
+            "schedulingStats": {"evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 2}]},
+            "admissionChecks": [{"name": "check", "state": "Pending", "lastTransitionTime": rfc3339(300), "message": "Reset to Pending after eviction. Previously: Retry", "retryCount": 2}],
         })
     );
 }
@@ -269,8 +269,9 @@ fn eviction_applies_once_and_only_to_holders() {
     };
     let fresh = admitted_workload().build();
     assert_eq!(
-        patch_of(&update, &fresh, 300)["status"],
+        applied(&update, &fresh, 300),
         json!({
+            "admission": victim_admission(),
             "conditions": [
                 api_condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq", 100),
                 api_condition("Admitted", "True", "Admitted", "The workload is admitted", 100),
@@ -316,4 +317,50 @@ fn wait_time_counts_from_creation_or_the_last_requeue() {
         priorities(10, 1),
         "preemptor effective priority: 10 (base: 10, boost: 0); preemptee effective priority: 1 (base: 1, boost: 0)"
     );
+}
+
+/// What an eviction finished by a Kueue-compatible tool that could not remove `admission`
+/// leaves: `QuotaReserved=False` beside a stale admission.
+fn released_with_stale_admission() -> api::Workload {
+    with_victim_admission()
+        .condition(
+            "QuotaReserved",
+            "False",
+            "Pending",
+            "Evicted by the test runner",
+            200,
+        )
+        .condition("Evicted", "True", "Preempted", "preempted", 150)
+        .build()
+}
+
+#[test]
+fn a_stale_admission_holds_no_quota() {
+    let stale = released_with_stale_admission();
+    assert_eq!(stale.reservation(), None);
+
+    let admit = Update::Admit {
+        admission: admission("other-cq"),
+        generation: Some(1),
+    };
+    let status = applied(&admit, &stale, 300);
+    assert_eq!(status["admission"]["clusterQueue"], json!("other-cq"));
+    assert_eq!(
+        status["conditions"][0],
+        json!({"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "Quota reserved in ClusterQueue other-cq", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)})
+    );
+
+    let pending = Update::Pending {
+        reason: PendingReason::WaitingForQuota,
+        message: "waiting".to_owned(),
+        resource_requests: Vec::new(),
+    };
+    assert_eq!(applied(&pending, &stale, 300).get("admission"), None);
+
+    let evict = Update::Evict {
+        reason: "Preempted".to_owned(),
+        message: "again".to_owned(),
+        preemption: None,
+    };
+    assert_eq!(evict.status(&stale, ts(300)), Err(Skip::NoReservation));
 }
