@@ -158,6 +158,7 @@ where
     let changes = changes.clone();
     let stream = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
+        .modify(strip_bookkeeping)
         .reflect(writer);
     drivers.push(Box::pin(async move {
         futures::pin_mut!(stream);
@@ -173,6 +174,20 @@ where
     }));
     reader
 }
+
+/// Drops what no reader of the stores looks at but every object carries: `managedFields`
+/// (several entries per Workload once Kueue-compatible tools apply its status) and kubectl's
+/// copy of the last applied object. It keeps the stores' memory in proportion to what is used.
+fn strip_bookkeeping<K: Resource>(object: &mut K) {
+    let meta = object.meta_mut();
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED_ANNOTATION);
+    }
+}
+
+/// kubectl's annotation holding the last object it applied client-side.
+const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 #[cfg(test)]
 mod tests {
@@ -250,6 +265,31 @@ mod tests {
         assert_eq!(
             outcome.unwrap_err().to_string(),
             "the watch caches did not sync within 50ms; are the kueue.x-k8s.io CRDs installed?"
+        );
+    }
+
+    #[test]
+    fn bookkeeping_is_stripped_and_other_metadata_kept() {
+        let mut namespace: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": "team-a",
+                "labels": {"team": "a"},
+                "annotations": {
+                    "kubectl.kubernetes.io/last-applied-configuration": "{}",
+                    "owner": "platform",
+                },
+                "managedFields": [{"manager": "kubectl", "operation": "Apply"}],
+            }
+        }))
+        .unwrap();
+        strip_bookkeeping(&mut namespace);
+        assert_eq!(
+            serde_json::to_value(&namespace.metadata).unwrap(),
+            serde_json::json!({
+                "name": "team-a",
+                "labels": {"team": "a"},
+                "annotations": {"owner": "platform"},
+            })
         );
     }
 }
