@@ -1,7 +1,7 @@
 //! Status writes, one in flight per workload (later ones queue behind it, so writes to one
 //! workload stay in order), and the retry backoff for admissions the API server refused.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -67,12 +67,19 @@ impl UpdateKind {
 
 pub(super) type Finished = (String, UpdateKind, Outcome);
 
+/// The write in flight for a workload.
+struct Running {
+    id: tokio::task::Id,
+    kind: UpdateKind,
+    abort: tokio::task::AbortHandle,
+}
+
 pub(super) struct Dispatcher {
     applier: Arc<Applier>,
     pub(super) tasks: JoinSet<Finished>,
-    /// Workload of each running task, to free its slot even if the task panicked.
-    pub(super) task_keys: HashMap<tokio::task::Id, String>,
-    busy: HashSet<String>,
+    /// Workload of each task, to free its slot even if the task panicked.
+    task_keys: HashMap<tokio::task::Id, String>,
+    running: HashMap<String, Running>,
     queued: HashMap<String, Update>,
 }
 
@@ -82,34 +89,53 @@ impl Dispatcher {
             applier: Arc::new(applier),
             tasks: JoinSet::new(),
             task_keys: HashMap::new(),
-            busy: HashSet::new(),
+            running: HashMap::new(),
             queued: HashMap::new(),
         }
     }
 
     /// Starts writing `update`, or queues it behind the write in flight for the same
-    /// workload (replacing an older queued one), so writes to one workload stay in order.
+    /// workload (replacing an older queued one), so writes to one workload stay in order. An
+    /// admission or eviction does not wait for a pending status in flight: that write is
+    /// cancelled (it is outdated, and the new write re-reads the workload if it landed).
     pub(super) fn dispatch(&mut self, key: String, update: Update) {
-        if self.busy.contains(&key) {
-            self.queued.insert(key, update);
-            return;
+        let kind = UpdateKind::of(&update);
+        if let Some(running) = self.running.get(&key) {
+            if running.kind != UpdateKind::Pending || kind == UpdateKind::Pending {
+                self.queued.insert(key, update);
+                return;
+            }
+            running.abort.abort();
+            self.running.remove(&key);
         }
-        self.busy.insert(key.clone());
+        self.queued.remove(&key);
         let applier = Arc::clone(&self.applier);
         let task_key = key.clone();
-        let task = self.tasks.spawn(async move {
-            let kind = UpdateKind::of(&update);
-            let outcome = applier.apply(&key, &update).await;
-            (key, kind, outcome)
+        let abort = self.tasks.spawn(async move {
+            let outcome = applier.apply(&task_key, &update).await;
+            (task_key, kind, outcome)
         });
-        self.task_keys.insert(task.id(), task_key);
+        let id = abort.id();
+        self.task_keys.insert(id, key.clone());
+        self.running.insert(key, Running { id, kind, abort });
     }
 
-    /// Notes that the write for `key` ended and starts the queued one, if any.
-    pub(super) fn done(&mut self, key: &str) {
-        self.busy.remove(key);
-        if let Some(update) = self.queued.remove(key) {
-            self.dispatch(key.to_owned(), update);
+    /// Notes that task `id` ended; returns its workload if that task was still the
+    /// workload's write in flight (not cancelled in favour of a newer one), after starting the
+    /// write queued behind it.
+    pub(super) fn done(&mut self, id: tokio::task::Id) -> Option<String> {
+        let key = self.task_keys.remove(&id)?;
+        if self
+            .running
+            .get(&key)
+            .is_none_or(|running| running.id != id)
+        {
+            return None;
         }
+        self.running.remove(&key);
+        if let Some(update) = self.queued.remove(&key) {
+            self.dispatch(key.clone(), update);
+        }
+        Some(key)
     }
 }

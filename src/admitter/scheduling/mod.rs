@@ -11,6 +11,7 @@
 pub mod cluster_state;
 mod dispatch;
 mod overlay;
+mod pending_budget;
 mod planner;
 mod requeue;
 
@@ -46,6 +47,7 @@ use crate::quota::{Decision, PendingReason};
 use crate::stores::{Stores, StoresNotReady};
 use dispatch::{Dispatcher, Finished, UpdateKind};
 pub use overlay::Overlay;
+use pending_budget::PendingBudget;
 pub use planner::{Plan, Planner};
 pub use requeue::{Observed, Requeue};
 
@@ -108,6 +110,7 @@ struct Scheduler {
     role: ReplicaRole,
     statuses: watch::Sender<DesiredStatuses>,
     known_cluster_queues: BTreeSet<String>,
+    pending_budget: PendingBudget<Update>,
 }
 
 impl Scheduler {
@@ -128,6 +131,7 @@ impl Scheduler {
             role,
             statuses,
             known_cluster_queues: BTreeSet::new(),
+            pending_budget: PendingBudget::default(),
         }
     }
 
@@ -148,7 +152,14 @@ impl Scheduler {
                 debounce = started.elapsed().clamp(DEBOUNCE, MAX_DEBOUNCE);
                 dirty = false;
             }
+            for (key, update) in self.pending_budget.take_due(now) {
+                self.dispatcher.dispatch(key, update);
+            }
             let wake = self.until_next_wake(now);
+            let pending_wake = self
+                .pending_budget
+                .next_due(now)
+                .map(|at| Duration::try_from(at.duration_since(now)).unwrap_or(Duration::ZERO));
             tokio::select! {
                 received = changes.recv() => {
                     if matches!(received, Err(broadcast::error::RecvError::Closed)) {
@@ -168,6 +179,8 @@ impl Scheduler {
                     }
                 }
                 () = tokio::time::sleep(wake) => dirty = true,
+                // Pending statuses go out at the top of the loop; no cycle is needed for them.
+                () = tokio::time::sleep(pending_wake.unwrap_or(RESYNC_INTERVAL)), if pending_wake.is_some() => {}
             }
         }
     }
@@ -191,17 +204,22 @@ impl Scheduler {
         let (id, (key, kind, outcome)) = match joined {
             Ok(finished) => finished,
             Err(error) => {
-                tracing::error!(%error, "a status write task failed");
-                if let Some(key) = self.dispatcher.task_keys.remove(&error.id()) {
-                    self.planner.overlay.forget_admission(&key);
-                    self.planner.overlay.forget_eviction(&key);
-                    self.dispatcher.done(&key);
+                let cancelled = error.is_cancelled();
+                let Some(key) = self.dispatcher.done(error.id()) else {
+                    // Cancelled for a newer write to the same workload.
+                    return false;
+                };
+                if !cancelled {
+                    tracing::error!(%error, workload = key, "a status write task failed");
                 }
+                self.planner.overlay.forget_admission(&key);
+                self.planner.overlay.forget_eviction(&key);
                 return true;
             }
         };
-        self.dispatcher.task_keys.remove(&id);
-        self.dispatcher.done(&key);
+        if self.dispatcher.done(id).is_none() {
+            return false;
+        }
         match (&kind, &outcome) {
             (_, Outcome::Failed(error)) => {
                 tracing::warn!(workload = key, ?kind, error, "cannot write workload status");
@@ -320,6 +338,7 @@ impl Scheduler {
                     return;
                 };
                 self.attempt("success");
+                self.pending_budget.forget(&key);
                 let generation = context
                     .objects
                     .get(&key)
@@ -422,7 +441,8 @@ impl Scheduler {
         self.write_pending(key, object, reason, message, requests, context.now);
     }
 
-    /// Writes `QuotaReserved=False` unless the workload already shows exactly that.
+    /// Writes `QuotaReserved=False`, at the pending budget's pace, unless the workload already
+    /// shows exactly that.
     fn write_pending(
         &mut self,
         key: &str,
@@ -438,7 +458,10 @@ impl Scheduler {
             resource_requests,
         };
         if matches!(update.status(object, now), Ok(Some(_))) {
-            self.dispatcher.dispatch(key.to_owned(), update);
+            self.pending_budget.offer(key, update);
+        } else {
+            // What waited is outdated: the workload shows this verdict already.
+            self.pending_budget.forget(key);
         }
     }
 
