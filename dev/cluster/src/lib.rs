@@ -6,6 +6,7 @@
 //! [`TestNamespace`] each; `kuota-cluster up` uses [`ControlPlane::start`] directly.
 #![forbid(unsafe_code)]
 
+pub mod kueue_runner;
 mod pki;
 mod process;
 
@@ -62,6 +63,8 @@ pub enum Error {
         seconds: u64,
         log: String,
     },
+    #[error("Kueue's performance runner failed: {0}")]
+    Runner(String),
     #[error("timed out after {0:?} waiting for {1}")]
     Timeout(Duration, String),
 }

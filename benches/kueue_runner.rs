@@ -1,0 +1,349 @@
+//! Kueue's own scheduler performance runner, unchanged, against Kuota and then against Kueue
+//! (its minimalkueue) in one invocation, each on a fresh control plane of the same binaries,
+//! and Kueue's checker on both with the scenario's rangespec.
+//!
+//! Run: `cargo bench --bench kueue_runner` (Kueue's baseline scenario, once each). Flags after
+//! `--`: `--scenario NAME` (a directory of Kueue's `configs/`, e.g. `large-scale`),
+//! `--generator FILE --rangespec FILE` (a scenario of your own), `--repeats N`,
+//! `--only kuota|kueue`, `--timeout SECONDS` (the runner's, default 900), `--out FILE` (the
+//! Markdown file whose section for the scenario is replaced, default `BENCHMARKS.md`;
+//! `--out -` prints only).
+
+use std::{
+    error::Error,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use kuota_cluster::kueue_runner::{self, Admitter, Outcome, Scenario, Tools};
+
+type BenchResult<T> = Result<T, Box<dyn Error>>;
+
+struct Options {
+    scenario: Option<String>,
+    generator: Option<PathBuf>,
+    rangespec: Option<PathBuf>,
+    repeats: usize,
+    only: Option<String>,
+    timeout: Duration,
+    out: String,
+}
+
+fn options() -> BenchResult<Options> {
+    let mut options = Options {
+        scenario: None,
+        generator: None,
+        rangespec: None,
+        repeats: 1,
+        only: None,
+        timeout: Duration::from_secs(900),
+        out: "BENCHMARKS.md".to_owned(),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            // cargo bench passes this to every bench binary.
+            "--bench" => {}
+            "--scenario" => options.scenario = Some(value()?),
+            "--generator" => options.generator = Some(value()?.into()),
+            "--rangespec" => options.rangespec = Some(value()?.into()),
+            "--repeats" => options.repeats = value()?.parse()?,
+            "--only" => options.only = Some(value()?),
+            "--timeout" => options.timeout = Duration::from_secs(value()?.parse()?),
+            "--out" => options.out = value()?,
+            other => return Err(format!("unknown flag {other}").into()),
+        }
+    }
+    Ok(options)
+}
+
+fn scenario(tools: &Tools, options: &Options) -> BenchResult<Scenario> {
+    match (&options.generator, &options.rangespec) {
+        (Some(generator), Some(rangespec)) => Ok(Scenario {
+            name: generator
+                .file_stem()
+                .and_then(|stem| stem.to_str())
+                .unwrap_or("custom")
+                .to_owned(),
+            generator: generator.clone(),
+            rangespec: rangespec.clone(),
+            timeout: options.timeout,
+        }),
+        (None, None) => Ok(Scenario::kueue(
+            tools,
+            options.scenario.as_deref().unwrap_or("baseline"),
+            options.timeout,
+        )),
+        _ => Err("--generator and --rangespec go together".into()),
+    }
+}
+
+fn main() -> BenchResult<()> {
+    let options = options()?;
+    let tools = kueue_runner::tools()?;
+    let scenario = scenario(&tools, &options)?;
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let admitters: Vec<Admitter> = [
+        Admitter::Kuota {
+            binary: PathBuf::from(env!("CARGO_BIN_EXE_kuota")),
+            crds: repo.join("manifests/crds"),
+        },
+        Admitter::Kueue,
+    ]
+    .into_iter()
+    .filter(|admitter| {
+        options
+            .only
+            .as_deref()
+            .is_none_or(|only| admitter.name().eq_ignore_ascii_case(only))
+    })
+    .collect();
+    let work = tempfile::tempdir()?;
+    let mut results: Vec<(&'static str, Vec<Outcome>)> = Vec::new();
+    for admitter in &admitters {
+        let mut outcomes = Vec::new();
+        for repeat in 0..options.repeats {
+            let dir = work.path().join(format!("{}-{repeat}", admitter.name()));
+            eprintln!(
+                "kueue_runner: {} on {} (run {} of {})",
+                admitter.name(),
+                scenario.name,
+                repeat + 1,
+                options.repeats
+            );
+            let outcome = kueue_runner::run(&tools, admitter, &scenario, &dir)?;
+            eprintln!("kueue_runner: {:?}", outcome.admitter);
+            outcomes.push(outcome);
+        }
+        results.push((admitter.name(), outcomes));
+    }
+    let section = render(&tools, &scenario, &options, &results);
+    println!("{section}");
+    if options.out != "-" {
+        let path = repo.join(&options.out);
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        std::fs::write(&path, replace_section(&text, &scenario.name, &section))?;
+        eprintln!(
+            "kueue_runner: wrote the {} table to {}",
+            scenario.name,
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// One figure of a run.
+type Figure = fn(&Outcome) -> f64;
+/// A table row: its label and how to read its figure from a run.
+type Row = (String, Box<dyn Fn(&Outcome) -> f64>);
+
+fn class_tta(outcome: &Outcome, class: &str) -> f64 {
+    outcome
+        .summary
+        .workload_classes
+        .get(class)
+        .map_or(f64::NAN, |c| {
+            lossless(c.average_time_to_admission_ms) / 1000.0
+        })
+}
+
+fn render(
+    tools: &Tools,
+    scenario: &Scenario,
+    options: &Options,
+    results: &[(&'static str, Vec<Outcome>)],
+) -> String {
+    let mut rows: Vec<Row> = vec![(
+        "wall time, admitter start to stop (s)".to_owned(),
+        Box::new((|o| lossless(o.admitter.wall_ms) / 1000.0) as Figure),
+    )];
+    let queue_classes = results
+        .first()
+        .and_then(|(_, outcomes)| outcomes.first())
+        .map(|o| {
+            o.summary
+                .cluster_queue_classes
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    for class in queue_classes {
+        let label = format!("ClusterQueue usage, class {class} (% of nominal)");
+        rows.push((
+            label,
+            Box::new(move |o: &Outcome| {
+                o.summary
+                    .cluster_queue_classes
+                    .get(&class)
+                    .map_or(f64::NAN, |c| c.usage_percent())
+            }),
+        ));
+    }
+    let workload_classes = results
+        .first()
+        .and_then(|(_, outcomes)| outcomes.first())
+        .map(|o| {
+            o.summary
+                .workload_classes
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    for class in workload_classes {
+        let label = format!("average time to admission, {class} (s)");
+        rows.push((label, Box::new(move |o: &Outcome| class_tta(o, &class))));
+    }
+    rows.push((
+        "admitter CPU, user + system (s)".to_owned(),
+        Box::new(|o| lossless(o.admitter.user_ms + o.admitter.sys_ms) / 1000.0),
+    ));
+    rows.push((
+        "admitter peak RSS (MiB)".to_owned(),
+        Box::new(|o| lossless(o.admitter.maxrss) / 1024.0),
+    ));
+    rows.push((
+        "kube-apiserver CPU (s)".to_owned(),
+        Box::new(|o| o.apiserver.cpu_seconds),
+    ));
+    rows.push((
+        "kube-apiserver peak RSS (MiB)".to_owned(),
+        Box::new(|o| o.apiserver.peak_rss_mib),
+    ));
+    rows.push(("etcd CPU (s)".to_owned(), Box::new(|o| o.etcd.cpu_seconds)));
+    rows.push((
+        "evictions (all classes)".to_owned(),
+        Box::new(|o| {
+            lossless(
+                o.summary
+                    .workload_classes
+                    .values()
+                    .map(|c| c.total_evictions)
+                    .sum(),
+            )
+        }),
+    ));
+
+    let names: Vec<&str> = results.iter().map(|(name, _)| *name).collect();
+    let mut out = String::new();
+    out.push_str(&format!("<!-- {} -->\n", marker(&scenario.name)));
+    out.push_str(&format!(
+        "### Kueue's scheduler runner, scenario `{}`\n\n",
+        scenario.name
+    ));
+    out.push_str(&format!(
+        "`cargo bench --bench kueue_runner{}`: Kueue {}'s runner, unchanged, against each admitter on a fresh envtest control plane (etcd and kube-apiserver built by `dev/cluster/build.sh`); Kueue's side is its minimalkueue. {} run{} each, {}; measured {} on {} cores, {} GiB. With several runs a cell reads min / median / max.\n\n",
+        if scenario.name == "baseline" { String::new() } else { format!(" -- --scenario {}", scenario.name) },
+        tools.kueue_version,
+        options.repeats,
+        if options.repeats == 1 { "" } else { "s" },
+        names.join(" then "),
+        today(),
+        cores(),
+        memory_gib(),
+    ));
+    out.push_str("| figure |");
+    for name in &names {
+        out.push_str(&format!(" {name} |"));
+    }
+    if names.len() == 2 {
+        out.push_str(&format!(" {} / {} (medians) |", names[0], names[1]));
+    }
+    out.push('\n');
+    out.push_str(&"|---".repeat(names.len() + 1 + usize::from(names.len() == 2)));
+    out.push_str("|\n");
+    for (label, figure) in &rows {
+        out.push_str(&format!("| {label} |"));
+        let mut medians = Vec::new();
+        for (_, outcomes) in results {
+            let mut values: Vec<f64> = outcomes.iter().map(figure).collect();
+            values.sort_by(f64::total_cmp);
+            medians.push(values.get(values.len() / 2).copied().unwrap_or(f64::NAN));
+            out.push_str(&format!(" {} |", cell(&values)));
+        }
+        if let [kuota, kueue] = medians.as_slice() {
+            out.push_str(&format!(" {:.2} |", kuota / kueue));
+        }
+        out.push('\n');
+    }
+    out.push_str("| Kueue's checker on the scenario's rangespec |");
+    for (_, outcomes) in results {
+        let passed = outcomes.iter().filter(|o| o.verdict.passed).count();
+        out.push_str(&format!(" {passed} of {} passed |", outcomes.len()));
+    }
+    if names.len() == 2 {
+        out.push_str(" |");
+    }
+    out.push('\n');
+    for (name, outcomes) in results {
+        for (run, outcome) in outcomes.iter().enumerate() {
+            for failure in &outcome.verdict.failures {
+                out.push_str(&format!("\n- {name}, run {}: `{failure}`", run + 1));
+            }
+        }
+    }
+    out.push_str(&format!("\n<!-- /{} -->\n", marker(&scenario.name)));
+    out
+}
+
+fn cell(sorted: &[f64]) -> String {
+    match sorted {
+        [] => "-".to_owned(),
+        [one] => format!("{one:.1}"),
+        values => format!(
+            "{:.1} / {:.1} / {:.1}",
+            values[0],
+            values[values.len() / 2],
+            values[values.len() - 1]
+        ),
+    }
+}
+
+fn marker(scenario: &str) -> String {
+    format!("kueue-runner:{scenario}")
+}
+
+/// `text` with the scenario's section replaced by `section`, or with `section` appended.
+fn replace_section(text: &str, scenario: &str, section: &str) -> String {
+    let begin = format!("<!-- {} -->", marker(scenario));
+    let end = format!("<!-- /{} -->", marker(scenario));
+    if let (Some(start), Some(stop)) = (text.find(&begin), text.find(&end))
+        && start < stop
+    {
+        let stop = stop + end.len();
+        let rest = text[stop..].strip_prefix('\n').unwrap_or(&text[stop..]);
+        return format!("{}{section}{rest}", &text[..start]);
+    }
+    format!(
+        "{}\n{section}",
+        text.trim_end_matches('\n').to_owned() + "\n"
+    )
+}
+
+fn today() -> String {
+    jiff::Zoned::now().strftime("%Y-%m-%d").to_string()
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(0, |n| n.get())
+}
+
+fn memory_gib() -> String {
+    let kib: f64 = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix("MemTotal:"))
+                .and_then(|value| value.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0.0);
+    format!("{:.0}", kib / 1024.0 / 1024.0)
+}
+
+/// Figures here are far below 2^52, where `f64` is exact.
+#[allow(clippy::cast_precision_loss)]
+fn lossless(value: i64) -> f64 {
+    value as f64
+}

@@ -1,0 +1,86 @@
+//! The benchmark harness keeps working: Kueue's own performance runner (built from the pinned
+//! release) drives a tiny scenario against `kuota serve` and against Kueue's minimalkueue, and
+//! both finish every Workload within Kueue's checker's thresholds. `cargo bench --bench
+//! kueue_runner` runs the real scenarios.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kuota_cluster::kueue_runner::{self, Admitter, Scenario};
+use serde_json::json;
+
+/// One cohort of two ClusterQueues sharing 40 CPUs; 20 one-CPU and 4 whole-queue Workloads
+/// per ClusterQueue, the large ones preempting the small ones by priority.
+fn tiny_scenario(dir: &Path) -> Scenario {
+    let generator = json!({
+        "cohorts": [{
+            "className": "cohort",
+            "count": 1,
+            "queuesSets": [{
+                "className": "cq",
+                "count": 2,
+                "nominalQuota": 20,
+                "borrowingLimit": 100,
+                "reclaimWithinCohort": "Any",
+                "withinClusterQueue": "LowerPriority",
+                "workloadsSets": [
+                    {"count": 20, "creationIntervalMs": 100, "workloads": [
+                        {"className": "small", "runtimeMs": 200, "priority": 50, "request": 1},
+                    ]},
+                    {"count": 4, "creationIntervalMs": 1200, "workloads": [
+                        {"className": "large", "runtimeMs": 1000, "priority": 200, "request": 20},
+                    ]},
+                ],
+            }],
+        }],
+    });
+    // Loose bounds: this checks that the harness works, not how fast (that is the bench).
+    let rangespec = json!({
+        "cmd": {"maxWallMs": 120_000},
+        "clusterQueueClassesMinUsage": {"cq": 1},
+        "wlClassesMaxAvgTimeToAdmissionMs": {"small": 60_000, "large": 60_000},
+    });
+    let write = |name: &str, value: &serde_json::Value| -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, serde_yaml::to_string(value).unwrap()).unwrap();
+        path
+    };
+    Scenario {
+        name: "tiny".to_owned(),
+        generator: write("generator.yaml", &generator),
+        rangespec: write("rangespec.yaml", &rangespec),
+        timeout: Duration::from_secs(120),
+    }
+}
+
+#[test]
+fn kueues_runner_drives_kuota_and_kueue_through_a_tiny_scenario() {
+    let tools = kueue_runner::tools().expect("Kueue's performance tools build");
+    let work = tempfile::tempdir().unwrap();
+    let scenario = tiny_scenario(work.path());
+    let kuota = Admitter::Kuota {
+        binary: PathBuf::from(env!("CARGO_BIN_EXE_kuota")),
+        crds: Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/crds"),
+    };
+    for admitter in [kuota, Admitter::Kueue] {
+        let dir = work.path().join(admitter.name());
+        let outcome = kueue_runner::run(&tools, &admitter, &scenario, &dir)
+            .unwrap_or_else(|error| panic!("{}: {error}", admitter.name()));
+        let counts: Vec<(&str, i64)> = outcome
+            .summary
+            .workload_classes
+            .iter()
+            .map(|(class, summary)| (class.as_str(), summary.count))
+            .collect();
+        assert_eq!(counts, [("large", 8), ("small", 40)], "{}", admitter.name());
+        assert_eq!(outcome.summary.dropped_workload_events, 0);
+        assert!(
+            outcome.verdict.passed,
+            "{}: {:?}",
+            admitter.name(),
+            outcome.verdict.failures
+        );
+        assert!(outcome.admitter.maxrss > 0 && outcome.admitter.wall_ms > 0);
+        assert!(outcome.apiserver.cpu_seconds > 0.0 && outcome.etcd.cpu_seconds > 0.0);
+    }
+}
