@@ -101,6 +101,7 @@ fn main() -> BenchResult<()> {
     .collect();
     let work = tempfile::tempdir()?;
     let mut results: Vec<(&'static str, Vec<Outcome>)> = Vec::new();
+    let mut incomplete: Vec<String> = Vec::new();
     for admitter in &admitters {
         let mut outcomes = Vec::new();
         for repeat in 0..options.repeats {
@@ -112,13 +113,27 @@ fn main() -> BenchResult<()> {
                 repeat + 1,
                 options.repeats
             );
-            let outcome = kueue_runner::run(&tools, admitter, &scenario, &dir)?;
-            eprintln!("kueue_runner: {:?}", outcome.admitter);
-            outcomes.push(outcome);
+            // A run that does not complete is reported, and the other admitter still runs.
+            match kueue_runner::run(&tools, admitter, &scenario, &dir) {
+                Ok(outcome) => {
+                    eprintln!("kueue_runner: {:?}", outcome.admitter);
+                    outcomes.push(outcome);
+                }
+                Err(error) => {
+                    eprintln!("kueue_runner: {error}");
+                    let first = error
+                        .to_string()
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned();
+                    incomplete.push(format!("{}, run {}: {first}", admitter.name(), repeat + 1));
+                }
+            }
         }
         results.push((admitter.name(), outcomes));
     }
-    let section = render(&tools, &scenario, &options, &results);
+    let section = render(&tools, &scenario, &options, &results, &incomplete);
     println!("{section}");
     if options.out != "-" {
         let path = repo.join(&options.out);
@@ -153,14 +168,15 @@ fn render(
     scenario: &Scenario,
     options: &Options,
     results: &[(&'static str, Vec<Outcome>)],
+    incomplete: &[String],
 ) -> String {
     let mut rows: Vec<Row> = vec![(
         "wall time, admitter start to stop (s)".to_owned(),
         Box::new((|o| lossless(o.admitter.wall_ms) / 1000.0) as Figure),
     )];
     let queue_classes = results
-        .first()
-        .and_then(|(_, outcomes)| outcomes.first())
+        .iter()
+        .find_map(|(_, outcomes)| outcomes.first())
         .map(|o| {
             o.summary
                 .cluster_queue_classes
@@ -182,8 +198,8 @@ fn render(
         ));
     }
     let workload_classes = results
-        .first()
-        .and_then(|(_, outcomes)| outcomes.first())
+        .iter()
+        .find_map(|(_, outcomes)| outcomes.first())
         .map(|o| {
             o.summary
                 .workload_classes
@@ -271,7 +287,10 @@ fn render(
     out.push_str("| Kueue's checker on the scenario's rangespec |");
     for (_, outcomes) in results {
         let passed = outcomes.iter().filter(|o| o.verdict.passed).count();
-        out.push_str(&format!(" {passed} of {} passed |", outcomes.len()));
+        out.push_str(&format!(
+            " {passed} of {} completed runs passed |",
+            outcomes.len()
+        ));
     }
     if names.len() == 2 {
         out.push_str(" |");
@@ -283,6 +302,9 @@ fn render(
                 out.push_str(&format!("\n- {name}, run {}: `{failure}`", run + 1));
             }
         }
+    }
+    for run in incomplete {
+        out.push_str(&format!("\n- did not complete: {run}"));
     }
     out.push_str(&format!("\n<!-- /{} -->\n", marker(&scenario.name)));
     out
