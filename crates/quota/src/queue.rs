@@ -217,6 +217,11 @@ impl Queues {
         self.location.contains_key(key)
     }
 
+    /// The ClusterQueue a pending workload sits in (active, parked or in backoff).
+    pub fn cluster_queue_of(&self, key: &str) -> Option<&str> {
+        self.location.get(key).map(String::as_str)
+    }
+
     /// Moves parked workloads back to their active queues, unblocks StrictFIFO heads, and
     /// forgets failed shapes and held capacity, for the queues `scope` affects in `snapshot`
     /// (the state after the change).

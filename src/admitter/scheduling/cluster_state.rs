@@ -102,6 +102,8 @@ pub struct PendingWorkload {
     pub workload: model::Workload,
     /// The LocalQueue it was submitted to.
     pub local_queue: LocalQueueRef,
+    /// Converted from the same object and inputs as in the previous pass.
+    pub unchanged: bool,
 }
 
 /// A workload that cannot wait in any ClusterQueue, with the `QuotaReserved=False` it gets.
@@ -185,36 +187,32 @@ impl WorkloadCache {
         Self::default()
     }
 
-    /// The workload with PodSets, converted now or taken from the previous round.
+    /// The workload with PodSets, taken from the previous round (`true`) or converted now,
+    /// moved into `next` for the round after.
     fn get(
-        &self,
+        previous: &mut HashMap<String, CachedWorkload>,
         next: &mut HashMap<String, CachedWorkload>,
         key: &str,
         object: &api::Workload,
         context: &WorkloadContext<'_>,
-    ) -> Result<model::Workload, QuantityError> {
-        let uid = object.uid();
-        let resource_version = object.resource_version();
-        let reusable = self.entries.get(key).filter(|cached| {
+    ) -> (Result<model::Workload, QuantityError>, bool) {
+        let resource_version = object.metadata.resource_version.as_deref();
+        let reusable = previous.remove(key).filter(|cached| {
             resource_version.is_some()
-                && cached.uid == uid
-                && cached.resource_version == resource_version
+                && cached.uid.as_deref() == object.metadata.uid.as_deref()
+                && cached.resource_version.as_deref() == resource_version
                 && cached.context == context.fingerprint
         });
-        let workload = match reusable {
-            Some(cached) => cached.workload.clone(),
-            None => from_api::workload(object, &context.inputs),
-        };
-        next.insert(
-            key.to_owned(),
-            CachedWorkload {
-                uid,
-                resource_version,
-                context: context.fingerprint,
-                workload: workload.clone(),
-            },
-        );
-        workload
+        let reused = reusable.is_some();
+        let cached = reusable.unwrap_or_else(|| CachedWorkload {
+            uid: object.uid(),
+            resource_version: object.resource_version(),
+            context: context.fingerprint,
+            workload: from_api::workload(object, &context.inputs),
+        });
+        let workload = cached.workload.clone();
+        next.insert(key.to_owned(), cached);
+        (workload, reused)
     }
 }
 
@@ -285,6 +283,7 @@ pub fn convert_cached(
 
     let no_labels = BTreeMap::new();
     let mut fingerprints: HashMap<String, u64> = HashMap::new();
+    let mut previous = std::mem::take(&mut cache.entries);
     let mut next_cache = HashMap::with_capacity(state.workloads.len());
     for object in &state.workloads {
         let namespace = object.namespace().unwrap_or_default();
@@ -311,12 +310,13 @@ pub fn convert_cached(
         match placement(object) {
             Placement::Ignored => {}
             Placement::HoldsQuota(admission) => {
-                let mut workload = cache
-                    .get(&mut next_cache, &key, object, &context)
-                    // Requests only matter while pending; the admission carries the usage.
-                    .unwrap_or_else(|_| {
-                        from_api::workload_without_pod_sets(object, &context.inputs)
-                    });
+                let mut workload =
+                    WorkloadCache::get(&mut previous, &mut next_cache, &key, object, &context)
+                        .0
+                        // Requests only matter while pending; the admission carries the usage.
+                        .unwrap_or_else(|_| {
+                            from_api::workload_without_pod_sets(object, &context.inputs)
+                        });
                 workload.cluster_queue = admission.cluster_queue.clone();
                 workload.admission = Some(from_api::admission(object, admission));
                 let drained = queue_object.is_some_and(|lq| {
@@ -351,16 +351,17 @@ pub fn convert_cached(
                     });
                     continue;
                 }
-                match cache.get(&mut next_cache, &key, object, &context) {
-                    Ok(mut workload) => {
+                match WorkloadCache::get(&mut previous, &mut next_cache, &key, object, &context) {
+                    (Ok(mut workload), unchanged) => {
                         workload.cluster_queue =
                             queue_object.spec.cluster_queue.clone().unwrap_or_default();
                         converted.pending.push(PendingWorkload {
                             workload,
                             local_queue,
+                            unchanged,
                         });
                     }
-                    Err(error) => converted.unqueued.push(Unqueued {
+                    (Err(error), _) => converted.unqueued.push(Unqueued {
                         workload: key,
                         local_queue,
                         reason: PendingReason::Misconfigured,

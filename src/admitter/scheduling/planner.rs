@@ -96,7 +96,14 @@ impl Planner {
                 continue;
             }
             pending_keys.insert(key.clone());
-            self.queues.push(pending.workload.clone());
+            // Pushing an unchanged workload is a no-op, but costs a clone and a deep compare
+            // per pending workload per pass.
+            let in_place = pending.unchanged
+                && self.queues.cluster_queue_of(key)
+                    == Some(pending.workload.cluster_queue.as_str());
+            if !in_place {
+                self.queues.push(pending.workload.clone());
+            }
         }
         for stale in self.pushed.difference(&pending_keys) {
             self.queues.remove(stale);

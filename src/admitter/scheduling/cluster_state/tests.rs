@@ -93,6 +93,7 @@ fn pending_workload_becomes_the_model_with_limit_range_defaults() {
         vec![PendingWorkload {
             workload: want.clone(),
             local_queue: LocalQueueRef::new("team-a", "lq"),
+            unchanged: false,
         }]
     );
     assert_eq!(
@@ -320,16 +321,19 @@ fn cached_conversions_follow_what_they_read() {
         |converted: &Converted| converted.pending[0].workload.pod_sets[0].requests.clone();
     let labels_of = |converted: &Converted| converted.pending[0].workload.namespace_labels.clone();
 
+    let unchanged = |converted: &Converted| converted.pending[0].unchanged;
+
     let first = convert_cached(&state, &options, &mut cache);
     assert_eq!(first, convert(&state, &options));
-    assert_eq!(
-        convert_cached(&state, &options, &mut cache),
-        first,
-        "reused"
-    );
+    assert!(!unchanged(&first));
+    let mut again = convert_cached(&state, &options, &mut cache);
+    assert!(unchanged(&again), "reused");
+    again.pending[0].unchanged = false;
+    assert_eq!(again, first);
 
     state.workloads = vec![object("2", "2")];
     let changed = convert_cached(&state, &options, &mut cache);
+    assert!(!unchanged(&changed));
     assert_eq!(
         requests(&changed),
         BTreeMap::from([("cpu".to_owned(), 2000)])
@@ -337,6 +341,7 @@ fn cached_conversions_follow_what_they_read() {
 
     state.namespaces = vec![Arc::new(namespace("team-a", json!({"team": "b"})))];
     let relabelled = convert_cached(&state, &options, &mut cache);
+    assert!(!unchanged(&relabelled));
     assert_eq!(labels_of(&relabelled), labels(&[("team", "b")]));
 
     let mut range = limit_range(
