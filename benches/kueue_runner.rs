@@ -121,13 +121,12 @@ fn main() -> BenchResult<()> {
                 }
                 Err(error) => {
                     eprintln!("kueue_runner: {error}");
-                    let first = error
-                        .to_string()
-                        .lines()
-                        .next()
-                        .unwrap_or_default()
-                        .to_owned();
-                    incomplete.push(format!("{}, run {}: {first}", admitter.name(), repeat + 1));
+                    incomplete.push(format!(
+                        "{}, run {}: the runner ended without a summary{}",
+                        admitter.name(),
+                        repeat + 1,
+                        stats_note(&dir)
+                    ));
                 }
             }
         }
@@ -280,7 +279,12 @@ fn render(
             out.push_str(&format!(" {} |", cell(&values)));
         }
         if let [kuota, kueue] = medians.as_slice() {
-            out.push_str(&format!(" {:.2} |", kuota / kueue));
+            let ratio = kuota / kueue;
+            if ratio.is_finite() {
+                out.push_str(&format!(" {ratio:.2} |"));
+            } else {
+                out.push_str(" - |");
+            }
         }
         out.push('\n');
     }
@@ -308,6 +312,23 @@ fn render(
     }
     out.push_str(&format!("\n<!-- /{} -->\n", marker(&scenario.name)));
     out
+}
+
+/// What the runner measured of an admitter whose run did not complete, if it wrote it.
+fn stats_note(dir: &Path) -> String {
+    let stats = ["kuota-serve", "minimalkueue"].iter().find_map(|name| {
+        let text = std::fs::read_to_string(dir.join(format!("{name}.stats.yaml"))).ok()?;
+        serde_yaml::from_str::<kueue_runner::CmdStats>(&text).ok()
+    });
+    match stats {
+        Some(stats) => format!(
+            " (admitter stopped after {:.0} s, CPU {:.1} s, peak RSS {:.0} MiB)",
+            lossless(stats.wall_ms) / 1000.0,
+            lossless(stats.user_ms + stats.sys_ms) / 1000.0,
+            lossless(stats.maxrss) / 1024.0
+        ),
+        None => String::new(),
+    }
 }
 
 fn cell(sorted: &[f64]) -> String {

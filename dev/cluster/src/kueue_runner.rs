@@ -264,7 +264,10 @@ pub fn run(
     let mut children: HashMap<u32, Sample> = HashMap::new();
     while runner.is_running() {
         for (pid, sample) in proc_children(runner_pid) {
-            children.insert(pid, sample);
+            // A process on its way out reads as using nothing: keep the highest readings.
+            let kept = children.entry(pid).or_insert_with(|| sample.clone());
+            kept.usage.cpu_seconds = kept.usage.cpu_seconds.max(sample.usage.cpu_seconds);
+            kept.usage.peak_rss_mib = kept.usage.peak_rss_mib.max(sample.usage.peak_rss_mib);
         }
         if Instant::now() > deadline {
             runner.kill_hard();
