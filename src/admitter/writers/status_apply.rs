@@ -53,18 +53,48 @@ pub fn status_apply(workload: &api::Workload, status: &api::WorkloadStatus) -> V
 }
 
 /// Applies `status` to the workload; a newer `resourceVersion` on the server is a 409 conflict.
+///
+/// An apply removes only what its manager owned, so a field another writer set (a user, a
+/// tool, an older Kuota) and `status` leaves out survives it; those are then removed with a
+/// merge patch, guarded by the version the apply returned.
 pub async fn apply_status(
     api: &Api<api::Workload>,
     workload: &api::Workload,
     status: &api::WorkloadStatus,
 ) -> Result<api::Workload, kube::Error> {
     let params = PatchParams::apply(ADMISSION_FIELD_MANAGER).force();
-    api.patch_status(
-        &workload.name_any(),
-        &params,
-        &Patch::Apply(status_apply(workload, status)),
-    )
-    .await
+    let name = workload.name_any();
+    let written = api
+        .patch_status(
+            &name,
+            &params,
+            &Patch::Apply(status_apply(workload, status)),
+        )
+        .await?;
+    let Some(removal) = leftover_removal(&written, status) else {
+        return Ok(written);
+    };
+    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&removal))
+        .await
+}
+
+/// The merge patch removing the status fields `written` still has that `status` left out,
+/// if any.
+fn leftover_removal(written: &api::Workload, status: &api::WorkloadStatus) -> Option<Value> {
+    let wanted = serde_json::to_value(status).ok()?;
+    let have = serde_json::to_value(written.status.as_ref()?).ok()?;
+    let leftovers: serde_json::Map<String, Value> = have
+        .as_object()?
+        .keys()
+        .filter(|field| wanted.get(field.as_str()).is_none())
+        .map(|field| (field.clone(), Value::Null))
+        .collect();
+    (!leftovers.is_empty()).then(|| {
+        json!({
+            "metadata": {"resourceVersion": written.resource_version()},
+            "status": leftovers,
+        })
+    })
 }
 
 #[cfg(test)]
@@ -93,6 +123,27 @@ mod tests {
                     "conditions": [api_condition("QuotaReserved", "False", "Pending", "waiting", 100)],
                 },
             })
+        );
+    }
+
+    #[test]
+    fn fields_someone_else_set_are_removed_by_a_merge_patch() {
+        let written = workload("ns", "wl")
+            .admission(
+                "cq",
+                json!([{"name": "main", "resourceUsage": {"cpu": "1"}}]),
+            )
+            .condition("QuotaReserved", "False", "Pending", "evicted", 100)
+            .build();
+        let mut status = written.status.clone().expect("has a status");
+        assert_eq!(leftover_removal(&written, &status), None);
+        status.admission = None;
+        assert_eq!(
+            leftover_removal(&written, &status),
+            Some(json!({
+                "metadata": {"resourceVersion": "10"},
+                "status": {"admission": null},
+            }))
         );
     }
 }
