@@ -25,6 +25,19 @@ fn admission(cluster_queue: &str) -> model::Admission {
     }
 }
 
+/// `admission("cq")` as the API has it, quantities as Kueue formats them.
+fn admission_json() -> Value {
+    json!({
+        "clusterQueue": "cq",
+        "podSetAssignments": [{
+            "name": "main",
+            "flavors": {"cpu": "default", "memory": "default"},
+            "resourceUsage": {"cpu": "2500m", "memory": "2Gi"},
+            "count": 2,
+        }],
+    })
+}
+
 /// The `status` of the apply that writes `update` (`status_apply` has the rest of the body).
 fn applied(update: &Update, object: &api::Workload, now: i64) -> Value {
     let status = update
@@ -72,15 +85,7 @@ fn admitting_writes_the_admission_and_resets_eviction_conditions() {
     assert_eq!(
         applied(&update, &object, 300),
         json!({
-            "admission": {
-                "clusterQueue": "cq",
-                "podSetAssignments": [{
-                    "name": "main",
-                    "flavors": {"cpu": "default", "memory": "default"},
-                    "resourceUsage": {"cpu": "2500m", "memory": "2Gi"},
-                    "count": 2,
-                }],
-            },
+            "admission": admission_json(),
             "conditions": [
                 {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "Quota reserved in ClusterQueue cq", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
                 {"type": "Evicted", "status": "False", "reason": "QuotaReserved", "message": previously, "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
@@ -292,15 +297,7 @@ fn eviction_applies_once_and_only_to_holders() {
 fn admission_converts_to_kueue_quantities() {
     assert_eq!(
         serde_json::to_value(api_admission(&admission("cq"))).unwrap(),
-        json!({
-            "clusterQueue": "cq",
-            "podSetAssignments": [{
-                "name": "main",
-                "flavors": {"cpu": "default", "memory": "default"},
-                "resourceUsage": {"cpu": "2500m", "memory": "2Gi"},
-                "count": 2,
-            }],
-        })
+        admission_json()
     );
 }
 
