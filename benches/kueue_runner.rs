@@ -173,16 +173,10 @@ fn render(
         "wall time, admitter start to stop (s)".to_owned(),
         Box::new((|o| lossless(o.admitter.wall_ms) / 1000.0) as Figure),
     )];
-    let queue_classes = results
-        .iter()
-        .find_map(|(_, outcomes)| outcomes.first())
-        .map(|o| {
-            o.summary
-                .cluster_queue_classes
-                .keys()
-                .cloned()
-                .collect::<Vec<_>>()
-        })
+    // The classes come from the scenario, so any completed run names them all.
+    let sample = results.iter().find_map(|(_, outcomes)| outcomes.first());
+    let queue_classes: Vec<String> = sample
+        .map(|o| o.summary.cluster_queue_classes.keys().cloned().collect())
         .unwrap_or_default();
     for class in queue_classes {
         let label = format!("ClusterQueue usage, class {class} (% of nominal)");
@@ -196,16 +190,8 @@ fn render(
             }),
         ));
     }
-    let workload_classes = results
-        .iter()
-        .find_map(|(_, outcomes)| outcomes.first())
-        .map(|o| {
-            o.summary
-                .workload_classes
-                .keys()
-                .cloned()
-                .collect::<Vec<_>>()
-        })
+    let workload_classes: Vec<String> = sample
+        .map(|o| o.summary.workload_classes.keys().cloned().collect())
         .unwrap_or_default();
     for class in workload_classes {
         let label = format!("average time to admission, {class} (s)");
