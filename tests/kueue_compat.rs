@@ -1,12 +1,15 @@
 //! Kuota against Kueue's own files, read from the pinned Kueue release in the Go module cache
 //! (`dev/kueue/module.sh`):
 //! - every CRD: group, names, scope, versions (served, storage, deprecation), printer columns,
-//!   status subresource and the fields required at the root;
+//!   status subresource, and every field of every version's schema: type, required, default,
+//!   enum, format, bounds, pattern, nullability, CEL rules with their messages and the
+//!   `x-kubernetes-*` markers;
 //! - every webhook of Kueue's webhook manifests: path, rules, failure policy, side effects,
 //!   admission review versions.
 //!
 //! Every difference must be fixed or listed, with its reason, in
 //! `dev/kueue/deliberate-differences.tsv`; a listed difference that no longer exists fails too.
+//! A row whose field path ends in `**` covers that field and everything under it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -103,15 +106,113 @@ fn facts(crd: &CustomResourceDefinition) -> BTreeMap<(String, String), String> {
                 .is_some_and(|s| s.status.is_some())
                 .to_string(),
         );
-        let required = version
+        if let Some(schema) = version
             .schema
             .as_ref()
             .and_then(|s| s.open_api_v3_schema.as_ref())
-            .and_then(|s| s.required.clone())
-            .unwrap_or_default();
-        facts.insert(key("rootRequired"), format!("{required:?}"));
+        {
+            let schema = serde_json::to_value(schema).expect("a schema as JSON");
+            let mut fields = BTreeMap::new();
+            field_facts(&schema, "", &mut fields);
+            for (aspect, value) in fields {
+                facts.insert(key(&aspect), value);
+            }
+        }
     }
     facts
+}
+
+/// Schema keywords that decide what the API server accepts, stores or merges; descriptions and
+/// the order of properties do not.
+const FIELD_KEYWORDS: [&str; 24] = [
+    "type",
+    "default",
+    "enum",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+    "pattern",
+    "nullable",
+    "anyOf",
+    "x-kubernetes-int-or-string",
+    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-embedded-resource",
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
+    "x-kubernetes-map-type",
+    "x-kubernetes-validations",
+];
+
+/// CEL rules with the spaces outside string literals removed: they do not change what a rule
+/// means, and Kueue's generated rules space operators unevenly.
+fn without_cel_spacing(rules: &Value) -> Value {
+    let mut rules = rules.clone();
+    for rule in rules.as_array_mut().into_iter().flatten() {
+        if let Some(text) = rule["rule"].as_str() {
+            let mut quote = None;
+            let compact: String = text
+                .chars()
+                .filter(|&c| {
+                    match quote {
+                        Some(q) if c == q => quote = None,
+                        None if c == '\'' || c == '"' => quote = Some(c),
+                        _ => {}
+                    }
+                    quote.is_some() || !c.is_whitespace()
+                })
+                .collect();
+            rule["rule"] = compact.into();
+        }
+    }
+    rules
+}
+
+/// One fact per keyword of every field under `schema`, keyed `"<path> <keyword>"` (`.spec.x`,
+/// `[]` for list items, `{}` for map values), plus `"<path> field"` for the field's existence
+/// and `"<path> required"` for a required field. The root's `metadata`, which the API server
+/// validates itself, is not compared below its own node.
+fn field_facts(schema: &Value, path: &str, facts: &mut BTreeMap<String, String>) {
+    facts.insert(format!("{path} field"), "present".to_owned());
+    for keyword in FIELD_KEYWORDS {
+        if let Some(value) = schema.get(keyword) {
+            let value = if keyword == "x-kubernetes-validations" {
+                without_cel_spacing(value)
+            } else {
+                value.clone()
+            };
+            facts.insert(format!("{path} {keyword}"), value.to_string());
+        }
+    }
+    if path == ".metadata" {
+        return;
+    }
+    let required: BTreeSet<&str> = schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+        let child = format!("{path}.{name}");
+        if required.contains(name.as_str()) {
+            facts.insert(format!("{child} required"), "true".to_owned());
+        }
+        field_facts(property, &child, facts);
+    }
+    if let Some(items) = schema.get("items") {
+        field_facts(items, &format!("{path}[]"), facts);
+    }
+    if let Some(values) = schema.get("additionalProperties").filter(|v| v.is_object()) {
+        field_facts(values, &format!("{path}{{}}"), facts);
+    }
 }
 
 fn columns(version: &CustomResourceDefinitionVersion) -> String {
@@ -151,6 +252,26 @@ fn deliberate_differences() -> BTreeSet<(String, String, String)> {
         .collect()
 }
 
+/// Whether the listed row `(plural, version, aspect)` covers the found difference `key`: the
+/// same, or a field row `"<path>** <keyword>"` (keyword `*` for any) covering `key`'s field.
+fn covers(row: &(String, String, String), key: &(String, String, String)) -> bool {
+    if row.0 != key.0 || row.1 != key.1 {
+        return false;
+    }
+    if row.2 == key.2 {
+        return true;
+    }
+    let (Some((row_path, row_keyword)), Some((path, keyword))) =
+        (row.2.rsplit_once(' '), key.2.rsplit_once(' '))
+    else {
+        return false;
+    };
+    row_path
+        .strip_suffix("**")
+        .is_some_and(|prefix| path.starts_with(prefix))
+        && (row_keyword == "*" || row_keyword == keyword)
+}
+
 /// Each listed difference that `found` does not have, and each found one that is not listed.
 fn check_listed(found: &BTreeMap<(String, String, String), String>, section: &str) {
     let listed: BTreeSet<_> = deliberate_differences()
@@ -159,7 +280,7 @@ fn check_listed(found: &BTreeMap<(String, String, String), String>, section: &st
         .collect();
     let unlisted: BTreeMap<_, _> = found
         .iter()
-        .filter(|(key, _)| !listed.contains(*key))
+        .filter(|(key, _)| !listed.iter().any(|row| covers(row, key)))
         .collect();
     assert_eq!(
         unlisted,
@@ -168,7 +289,7 @@ fn check_listed(found: &BTreeMap<(String, String, String), String>, section: &st
     );
     let stale: BTreeSet<_> = listed
         .iter()
-        .filter(|key| !found.contains_key(*key))
+        .filter(|row| !found.keys().any(|key| covers(row, key)))
         .collect();
     assert_eq!(stale, BTreeSet::new(), "listed differences that are gone");
 }
@@ -265,12 +386,12 @@ fn crds_match_kueues_or_differ_only_as_listed() {
     let mut found = BTreeMap::new();
     for (plural, kueue) in &theirs {
         let (kueue_facts, our_facts) = (facts(kueue), facts(&ours[plural]));
-        for (key, value) in &kueue_facts {
-            let ours = our_facts.get(key).cloned().unwrap_or_default();
-            if &ours != value {
+        for key in kueue_facts.keys().chain(our_facts.keys()) {
+            let (kueue, kuota) = (kueue_facts.get(key), our_facts.get(key));
+            if kueue != kuota {
                 found.insert(
                     (plural.clone(), key.0.clone(), key.1.clone()),
-                    format!("Kueue: {value}; Kuota: {ours}"),
+                    format!("Kueue: {kueue:?}; Kuota: {kuota:?}"),
                 );
             }
         }

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceConversion, CustomResourceDefinition, JSON, WebhookClientConfig,
-    WebhookConversion,
+    CustomResourceConversion, CustomResourceDefinition, JSON, JSONSchemaProps,
+    JSONSchemaPropsOrArray, JSONSchemaPropsOrBool, WebhookClientConfig, WebhookConversion,
 };
 use kube::CustomResourceExt;
 use kube::core::crd::merge_crds;
@@ -64,7 +64,68 @@ fn merged<Old: CustomResourceExt, New: CustomResourceExt>() -> CustomResourceDef
         strategy: "None".to_owned(),
         webhook: None,
     });
+    for schema in crd
+        .spec
+        .versions
+        .iter_mut()
+        .filter_map(|version| version.schema.as_mut())
+        .filter_map(|validation| validation.open_api_v3_schema.as_mut())
+    {
+        with_object_root(schema);
+        with_crd_conventions(schema);
+    }
     crd
+}
+
+/// Declares the root's `apiVersion`, `kind` and `metadata` as Kueue's CRDs do, so the schema
+/// published in the API server's OpenAPI describes them.
+fn with_object_root(root: &mut JSONSchemaProps) {
+    let typed = |type_: &str| JSONSchemaProps {
+        type_: Some(type_.to_owned()),
+        ..JSONSchemaProps::default()
+    };
+    let properties = root.properties.get_or_insert_default();
+    properties.insert("apiVersion".to_owned(), typed("string"));
+    properties.insert("kind".to_owned(), typed("string"));
+    properties.insert("metadata".to_owned(), typed("object"));
+}
+
+/// `schema` written the way Kueue's CRDs write every schema: no field is marked `nullable` (the
+/// API server then drops an explicit `null` before defaulting instead of storing it; the schema
+/// generator marks every `Option` nullable), and an int-or-string field, a quantity among them,
+/// also says it is one of an integer or a string.
+fn with_crd_conventions(schema: &mut JSONSchemaProps) {
+    schema.nullable = None;
+    if schema.x_kubernetes_int_or_string == Some(true) {
+        let typed = |type_: &str| JSONSchemaProps {
+            type_: Some(type_.to_owned()),
+            ..JSONSchemaProps::default()
+        };
+        schema.any_of = Some(vec![typed("integer"), typed("string")]);
+    }
+    let nested = schema
+        .properties
+        .iter_mut()
+        .flat_map(|properties| properties.values_mut())
+        .chain(schema.items.iter_mut().flat_map(|items| match items {
+            JSONSchemaPropsOrArray::Schema(item) => std::slice::from_mut(item.as_mut()),
+            JSONSchemaPropsOrArray::Schemas(items) => items.as_mut_slice(),
+        }))
+        .chain(
+            schema
+                .additional_properties
+                .iter_mut()
+                .filter_map(|values| match values {
+                    JSONSchemaPropsOrBool::Schema(values) => Some(values.as_mut()),
+                    JSONSchemaPropsOrBool::Bool(_) => None,
+                }),
+        )
+        .chain(schema.any_of.iter_mut().flatten())
+        .chain(schema.all_of.iter_mut().flatten())
+        .chain(schema.one_of.iter_mut().flatten());
+    for child in nested {
+        with_crd_conventions(child);
+    }
 }
 
 /// `crd` with a `spec` that may be left out, as Kueue's CRDs allow: `spec` is no longer required
@@ -522,7 +583,7 @@ mod tests {
 
     /// Paths of schema nodes that break the apiserver's structural-schema rules: nodes without
     /// a type (unless int-or-string or preserving unknown fields), and any `anyOf`/`oneOf`/
-    /// `allOf`/`not`/`$ref`.
+    /// `allOf`/`not`/`$ref` but the integer-or-string `anyOf` of an int-or-string node.
     fn non_structural(path: &str, node: &JSONSchemaProps, found: &mut Vec<String>) {
         let typed = node.type_.is_some()
             || node.x_kubernetes_int_or_string == Some(true)
@@ -530,7 +591,14 @@ mod tests {
         if !typed {
             found.push(format!("{path}: no type"));
         }
-        if node.any_of.is_some()
+        let int_or_string_types = node.x_kubernetes_int_or_string == Some(true)
+            && node.any_of.as_ref().is_some_and(|any_of| {
+                any_of
+                    .iter()
+                    .map(|alternative| alternative.type_.as_deref())
+                    .eq([Some("integer"), Some("string")])
+            });
+        if (node.any_of.is_some() && !int_or_string_types)
             || node.one_of.is_some()
             || node.all_of.is_some()
             || node.not.is_some()

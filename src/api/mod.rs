@@ -8,6 +8,7 @@
 pub mod constants;
 pub mod conversion;
 pub mod crds;
+pub mod kubernetes_schema;
 mod schema;
 pub mod v1beta1;
 pub mod v1beta2;

@@ -7,6 +7,8 @@
 
 use schemars::{Schema, SchemaGenerator, json_schema};
 
+pub(crate) use super::kubernetes_schema::QUANTITY_PATTERN;
+
 /// Pattern of a DNS-1123 subdomain: the name of most Kubernetes objects.
 pub(crate) const DNS1123_SUBDOMAIN: &str =
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
@@ -16,6 +18,92 @@ pub(crate) const DNS1123_LABEL: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 
 /// Pattern of a qualified name with an optional DNS prefix, as label keys use.
 pub(crate) const QUALIFIED_NAME: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$";
+
+/// Drops the default the schema generator derives from `#[serde(default)]` where Kueue's schema
+/// has none (the counters of a queue's status), for `#[schemars(transform = ...)]`.
+pub(crate) fn without_default(schema: &mut Schema) {
+    schema.remove("default");
+}
+
+/// Adds to a list of `metav1.Condition` the validation apimachinery declares for each condition,
+/// for `#[schemars(transform = ...)]`.
+pub(crate) fn condition_validations(schema: &mut Schema) {
+    let Some(properties) = schema
+        .get_mut("items")
+        .and_then(|items| items.get_mut("properties"))
+        .and_then(serde_json::Value::as_object_mut)
+    else {
+        return;
+    };
+    let rules = [
+        ("message", json_schema!({"maxLength": 32768})),
+        ("observedGeneration", json_schema!({"minimum": 0})),
+        (
+            "reason",
+            json_schema!({
+                "maxLength": 1024,
+                "minLength": 1,
+                "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+            }),
+        ),
+        (
+            "status",
+            json_schema!({"enum": ["True", "False", "Unknown"]}),
+        ),
+        (
+            "type",
+            json_schema!({"maxLength": 316, "pattern": QUALIFIED_NAME}),
+        ),
+    ];
+    for (field, rule) in rules {
+        if let Some(property) = properties
+            .get_mut(field)
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            property.extend(
+                rule.as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+        }
+    }
+}
+
+/// A map of PodSet resources to the names of the flavors assigned to them.
+pub(crate) fn flavor_names(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "additionalProperties": {
+            "type": "string",
+            "maxLength": 253,
+            "pattern": DNS1123_SUBDOMAIN,
+        },
+    })
+}
+
+/// A ProvisioningRequestConfig's parameters: at most 100, each value at most 255 characters.
+pub(crate) fn provisioning_parameters(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "maxProperties": 100,
+        "additionalProperties": {
+            "type": "string",
+            "maxLength": 255,
+        },
+    })
+}
+
+/// A map of resource names to quantities.
+pub(crate) fn quantities(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "additionalProperties": {
+            "x-kubernetes-int-or-string": true,
+            "pattern": QUANTITY_PATTERN,
+        },
+    })
+}
 
 fn string_enum(values: &[&str], default: &str) -> Schema {
     json_schema!({

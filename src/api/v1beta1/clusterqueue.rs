@@ -81,6 +81,7 @@ pub struct ClusterQueueSpec {
 
     /// Namespaces allowed to submit workloads; unset allows none, `{}` allows all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::api::kubernetes_schema::marked::<LabelSelector>")]
     pub namespace_selector: Option<LabelSelector>,
 
     /// Whether to try the next flavor before borrowing or preempting in the current one.
@@ -177,7 +178,7 @@ pub struct ClusterQueueStatus {
     /// Latest observations; the `Active` condition tells whether the queue can admit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
-        length(max = 16),
+        transform = schema::condition_validations,
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"])
     )]
     pub conditions: Vec<Condition>,
@@ -200,14 +201,17 @@ pub struct ClusterQueueStatus {
 
     /// Workloads waiting for quota.
     #[serde(default)]
+    #[schemars(transform = schema::without_default)]
     pub pending_workloads: i32,
 
     /// Workloads holding a quota reservation.
     #[serde(default)]
+    #[schemars(transform = schema::without_default)]
     pub reserving_workloads: i32,
 
     /// Admitted workloads that have not finished.
     #[serde(default)]
+    #[schemars(transform = schema::without_default)]
     pub admitted_workloads: i32,
 
     /// Heads of the pending queue (no longer maintained; dropped by conversion).

@@ -82,21 +82,24 @@ pub struct LocalQueueStatus {
     /// Latest observations; the `Active` condition tells whether workloads can be submitted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
-        length(max = 16),
+        transform = schema::condition_validations,
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"])
     )]
     pub conditions: Vec<Condition>,
 
     /// Workloads of this queue waiting for quota.
     #[serde(default)]
+    #[schemars(transform = schema::without_default)]
     pub pending_workloads: i32,
 
     /// Workloads of this queue holding a quota reservation.
     #[serde(default)]
+    #[schemars(transform = schema::without_default)]
     pub reserving_workloads: i32,
 
     /// Admitted workloads of this queue that have not finished.
     #[serde(default)]
+    #[schemars(transform = schema::without_default)]
     pub admitted_workloads: i32,
 
     /// Quota reserved by workloads of this queue, per flavor and resource.

@@ -7,6 +7,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::api::schema;
 use crate::api::v1beta2::{self, ClusterProfileReference, LocationType};
 
 /// Desired state of a MultiKueueCluster (v1beta1).
@@ -40,7 +41,6 @@ use crate::api::v1beta2::{self, ClusterProfileReference, LocationType};
 #[serde(rename_all = "camelCase")]
 pub struct MultiKueueClusterSpec {
     /// Kubeconfig of the worker cluster; its location is empty when a ClusterProfile is used.
-    #[serde(default)]
     pub kube_config: KubeConfig,
 
     /// A ClusterProfile of the cluster inventory API.
@@ -53,11 +53,10 @@ pub struct MultiKueueClusterSpec {
 #[serde(rename_all = "camelCase")]
 pub struct KubeConfig {
     /// Name of the Secret (in Kueue's namespace) or path of the file.
-    #[serde(default)]
     pub location: String,
 
     /// Whether `location` names a Secret or a file path.
-    #[serde(default)]
+    #[schemars(extend("default" = "Secret"))]
     pub location_type: LocationType,
 }
 
@@ -67,7 +66,7 @@ pub struct KubeConfig {
 pub struct MultiKueueClusterStatus {
     /// Latest observations; the `Active` condition tells whether the cluster is connected.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    #[schemars(transform = schema::condition_validations, extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
 }
 

@@ -34,7 +34,7 @@ pub struct ProvisioningRequestConfigSpec {
 
     /// Parameters passed to the ProvisioningRequests.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(extend("maxProperties" = 100))]
+    #[schemars(schema_with = "schema::provisioning_parameters")]
     pub parameters: BTreeMap<String, String>,
 
     /// Resources taken into account when building ProvisioningRequests; empty means all.

@@ -29,6 +29,8 @@ use crate::api::schema;
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {"rule": "!has(self.topologyName) || self.nodeLabels.size() >= 1", "message": "at least one nodeLabel is required when topology is set"},
+    {"rule": "!has(oldSelf.topologyName) || (has(self.nodeLabels) == has(oldSelf.nodeLabels) && (!has(self.nodeLabels) || self.nodeLabels == oldSelf.nodeLabels))", "message": "nodeLabels are immutable when topologyName is set"},
+    {"rule": "!has(oldSelf.topologyName) || (has(self.tolerations) == has(oldSelf.tolerations) && (!has(self.tolerations) || self.tolerations == oldSelf.tolerations))", "message": "tolerations are immutable when topologyName is set"},
     {"rule": "!has(oldSelf.topologyName) || (has(self.topologyName) && self.topologyName == oldSelf.topologyName)", "message": "topologyName is immutable when topologyName is set"},
 ]))]
 pub struct ResourceFlavorSpec {

@@ -169,6 +169,7 @@ pub struct PodSet {
     pub name: String,
 
     /// Template of the pods.
+    #[schemars(schema_with = "crate::api::kubernetes_schema::marked::<PodTemplateSpec>")]
     pub template: PodTemplateSpec,
 
     /// Number of pods.
@@ -224,7 +225,6 @@ pub struct PodSetTopologyRequest {
 
     /// Number of pods per slice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
     pub pod_set_slice_size: Option<i32>,
 }
 
@@ -237,7 +237,6 @@ pub struct Admission {
     pub cluster_queue: String,
 
     /// Flavors and usage assigned to each PodSet.
-    #[serde(default)]
     #[schemars(
         length(max = 18),
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"])
@@ -256,10 +255,12 @@ pub struct PodSetAssignment {
 
     /// Flavor assigned to each resource.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "schema::flavor_names")]
     pub flavors: BTreeMap<String, String>,
 
     /// Total quota used by the PodSet, per resource.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "schema::quantities")]
     pub resource_usage: BTreeMap<String, Quantity>,
 
     /// Number of pods admitted, when smaller than the PodSet's count (partial admission).
@@ -312,7 +313,7 @@ pub struct WorkloadStatus {
     /// Latest observations: QuotaReserved, Admitted, PodsReady, Evicted, Finished, ...
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
-        length(max = 16),
+        transform = schema::condition_validations,
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"])
     )]
     pub conditions: Vec<Condition>,

@@ -61,6 +61,7 @@ pub struct AdmissionCheckStatus {
     /// Latest observations; the `Active` condition tells whether the controller serves the check.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
+        transform = schema::condition_validations,
         length(max = 16),
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"])
     )]

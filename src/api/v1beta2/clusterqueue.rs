@@ -75,6 +75,7 @@ pub struct ClusterQueueSpec {
 
     /// Namespaces allowed to submit workloads; unset allows none, `{}` allows all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::api::kubernetes_schema::marked::<LabelSelector>")]
     pub namespace_selector: Option<LabelSelector>,
 
     /// Whether to try the next flavor before borrowing or preempting in the current one.
@@ -143,7 +144,11 @@ pub struct AdmissionCheckStrategyRule {
 
     /// Flavors the check runs for; empty means every workload of the ClusterQueue.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 64), extend("x-kubernetes-list-type" = "set"))]
+    #[schemars(
+        length(max = 64),
+        inner(length(max = 253), pattern(schema::DNS1123_SUBDOMAIN)),
+        extend("x-kubernetes-list-type" = "set")
+    )]
     pub on_flavors: Vec<String>,
 }
 
@@ -160,6 +165,7 @@ pub struct ConcurrentAdmissionPolicy {
 #[serde(rename_all = "camelCase")]
 pub struct ConcurrentAdmissionMigration {
     /// Whether admitted workloads keep trying preferred flavors.
+    #[schemars(extend("maxLength" = 253))]
     pub mode: ConcurrentAdmissionMigrationMode,
 
     /// Limits on the flavors a workload may migrate to.
@@ -183,6 +189,7 @@ pub enum ConcurrentAdmissionMigrationMode {
 pub struct ConcurrentAdmissionConstraints {
     /// Last flavor, in ClusterQueue order, a workload may migrate to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253), pattern(schema::DNS1123_SUBDOMAIN))]
     pub last_acceptable_flavor_name: Option<String>,
 }
 
@@ -193,6 +200,7 @@ pub struct ClusterQueueStatus {
     /// Latest observations; the `Active` condition tells whether the queue can admit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
+        transform = schema::condition_validations,
         length(max = 16),
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"])
     )]
@@ -216,14 +224,17 @@ pub struct ClusterQueueStatus {
 
     /// Workloads waiting for quota.
     #[serde(default)]
+    #[schemars(transform = schema::without_default)]
     pub pending_workloads: i32,
 
     /// Workloads holding a quota reservation.
     #[serde(default)]
+    #[schemars(transform = schema::without_default)]
     pub reserving_workloads: i32,
 
     /// Admitted workloads that have not finished.
     #[serde(default)]
+    #[schemars(transform = schema::without_default)]
     pub admitted_workloads: i32,
 
     /// Fair-sharing state, recorded when fair sharing is enabled.
@@ -236,10 +247,10 @@ pub struct ClusterQueueStatus {
 #[serde(rename_all = "camelCase")]
 pub struct FlavorUsage {
     /// Name of the flavor.
+    #[schemars(length(max = 253), pattern(schema::DNS1123_SUBDOMAIN))]
     pub name: String,
 
     /// Usage per resource.
-    #[serde(default)]
     #[schemars(
         length(max = 64),
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"])
@@ -256,10 +267,12 @@ pub struct ResourceUsage {
 
     /// Quantity in use, including what is borrowed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = schema::QUANTITY_PATTERN))]
     pub total: Option<Quantity>,
 
     /// Quantity in use above the nominal quota, borrowed from the cohort.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = schema::QUANTITY_PATTERN))]
     pub borrowed: Option<Quantity>,
 }
 

@@ -4,7 +4,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::api::schema::DNS1123_SUBDOMAIN;
+use crate::api::schema::{self, DNS1123_SUBDOMAIN};
 
 /// Whether a queue accepts new reservations, and what happens to workloads already admitted.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, JsonSchema, PartialEq, Eq, Hash)]
@@ -65,14 +65,17 @@ pub struct ResourceQuota {
     pub name: String,
 
     /// Amount of the resource available to workloads of this queue at any time.
+    #[schemars(extend("pattern" = schema::QUANTITY_PATTERN))]
     pub nominal_quota: Quantity,
 
     /// How much more than the nominal quota may be borrowed from the cohort; unset means no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = schema::QUANTITY_PATTERN))]
     pub borrowing_limit: Option<Quantity>,
 
     /// How much of the unused nominal quota may be lent to the cohort; unset means all of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = schema::QUANTITY_PATTERN))]
     pub lending_limit: Option<Quantity>,
 }
 
@@ -83,6 +86,7 @@ pub struct FairSharing {
     /// Relative weight when competing for unused cohort resources; 0 means always last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = 1))]
+    #[schemars(extend("pattern" = schema::QUANTITY_PATTERN))]
     pub weight: Option<Quantity>,
 }
 

@@ -77,6 +77,7 @@ pub struct LocalQueueStatus {
     /// Latest observations; the `Active` condition tells whether workloads can be submitted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
+        transform = schema::condition_validations,
         length(max = 16),
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"])
     )]
@@ -84,14 +85,17 @@ pub struct LocalQueueStatus {
 
     /// Workloads of this queue waiting for quota.
     #[serde(default)]
+    #[schemars(transform = schema::without_default)]
     pub pending_workloads: i32,
 
     /// Workloads of this queue holding a quota reservation.
     #[serde(default)]
+    #[schemars(transform = schema::without_default)]
     pub reserving_workloads: i32,
 
     /// Admitted workloads of this queue that have not finished.
     #[serde(default)]
+    #[schemars(transform = schema::without_default)]
     pub admitted_workloads: i32,
 
     /// Quota reserved by workloads of this queue, per flavor and resource.
@@ -132,6 +136,7 @@ pub struct LocalQueueFairSharingStatus {
 #[serde(rename_all = "camelCase")]
 pub struct AdmissionFairSharingStatus {
     /// Decayed usage per resource.
+    #[schemars(schema_with = "schema::quantities")]
     pub consumed_resources: BTreeMap<String, Quantity>,
 
     /// When the usage was last updated.
@@ -143,10 +148,10 @@ pub struct AdmissionFairSharingStatus {
 #[serde(rename_all = "camelCase")]
 pub struct LocalQueueFlavorUsage {
     /// Name of the flavor.
+    #[schemars(length(max = 253), pattern(schema::DNS1123_SUBDOMAIN))]
     pub name: String,
 
     /// Usage per resource.
-    #[serde(default)]
     #[schemars(
         length(max = 64),
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"])
@@ -163,5 +168,6 @@ pub struct LocalQueueResourceUsage {
 
     /// Quantity in use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("pattern" = schema::QUANTITY_PATTERN))]
     pub total: Option<Quantity>,
 }

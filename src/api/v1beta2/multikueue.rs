@@ -5,6 +5,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::api::schema;
+
 /// Desired state of a MultiKueueCluster.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, JsonSchema, PartialEq)]
 #[kube(
@@ -92,6 +94,7 @@ pub struct MultiKueueClusterStatus {
     /// Latest observations; the `Active` condition tells whether the cluster is connected.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
+        transform = schema::condition_validations,
         length(max = 16),
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"])
     )]

@@ -26,7 +26,7 @@ pub struct TopologySpec {
         extend(
             "x-kubernetes-list-type" = "atomic",
             "x-kubernetes-validations" = [
-                {"rule": "self == oldSelf || (self[size(self) - 1].nodeLabel == 'kubernetes.io/hostname' && oldSelf[size(oldSelf) - 1].nodeLabel == 'kubernetes.io/hostname')", "message": "levels are mutable only when kubernetes.io/hostname is the lowest level both before and after the change"},
+                {"rule": "self == oldSelf", "message": "field is immutable"},
                 {"rule": "size(self.filter(i, size(self.filter(j, j == i)) > 1)) == 0", "message": "must be unique"},
                 {"rule": "size(self.filter(i, i.nodeLabel == 'kubernetes.io/hostname')) == 0 || self[size(self) - 1].nodeLabel == 'kubernetes.io/hostname'", "message": "the kubernetes.io/hostname label can only be used at the lowest level of topology"},
             ]

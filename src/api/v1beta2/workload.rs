@@ -246,6 +246,7 @@ pub struct PodSet {
     pub name: String,
 
     /// Template of the pods.
+    #[schemars(schema_with = "crate::api::kubernetes_schema::marked::<PodTemplateSpec>")]
     pub template: PodTemplateSpec,
 
     /// Number of pods.
@@ -293,7 +294,6 @@ pub struct PodSetTopologyRequest {
 
     /// Number of sub-groups.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0))]
     pub sub_group_count: Option<i32>,
 
     /// PodSets with the same group name are placed together.
@@ -308,7 +308,6 @@ pub struct PodSetTopologyRequest {
 
     /// Number of pods per slice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
     pub pod_set_slice_size: Option<i32>,
 
     /// Additional required slice levels with their sizes.
@@ -343,12 +342,18 @@ pub struct PreemptionGate {
 #[serde(rename_all = "camelCase")]
 pub struct Admission {
     /// ClusterQueue holding the quota.
-    #[schemars(length(max = 253), pattern(schema::DNS1123_SUBDOMAIN))]
+    #[serde(default)]
+    #[schemars(
+        transform = schema::without_default,
+        length(max = 253),
+        pattern(schema::DNS1123_SUBDOMAIN)
+    )]
     pub cluster_queue: String,
 
     /// Flavors and usage assigned to each PodSet.
     #[serde(default)]
     #[schemars(
+        transform = schema::without_default,
         length(max = 18),
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"])
     )]
@@ -366,10 +371,12 @@ pub struct PodSetAssignment {
 
     /// Flavor assigned to each resource.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "schema::flavor_names")]
     pub flavors: BTreeMap<String, String>,
 
     /// Total quota used by the PodSet, per resource.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "schema::quantities")]
     pub resource_usage: BTreeMap<String, Quantity>,
 
     /// Number of pods admitted, when smaller than the PodSet's count (partial admission).
@@ -383,6 +390,7 @@ pub struct PodSetAssignment {
 
     /// State of a topology assignment computed after the quota reservation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxLength" = 7))]
     pub delayed_topology_request: Option<DelayedTopologyRequestState>,
 }
 
@@ -499,6 +507,7 @@ pub struct WorkloadStatus {
     /// Latest observations: QuotaReserved, Admitted, PodsReady, Evicted, Finished, ...
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
+        transform = schema::condition_validations,
         length(max = 16),
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"])
     )]
@@ -651,7 +660,6 @@ pub struct AdmissionCheckState {
     pub last_transition_time: Time,
 
     /// Human-readable detail of the state.
-    #[serde(default)]
     #[schemars(length(max = 32768))]
     pub message: String,
 
@@ -723,6 +731,7 @@ pub struct PodSetRequest {
 
     /// Total requests of the PodSet per resource.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "schema::quantities")]
     pub resources: BTreeMap<String, Quantity>,
 }
 
