@@ -61,9 +61,6 @@ pub async fn serve(
     webhook_url: Option<Uri>,
 ) -> Result<(), ServeError> {
     let config = Arc::new(config);
-    for warning in &config.warnings {
-        tracing::warn!("{warning}");
-    }
     let client = client(kubeconfig.as_deref()).await?;
     let metrics = Arc::new(MetricsRegistry::new());
     let (stores, drivers) = Stores::new(&client);

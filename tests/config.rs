@@ -376,7 +376,18 @@ fn full_v1beta2_file_loads() {
             .with(Feature::PartialAdmission, false)
             .with(Feature::TopologyAwareScheduling, true),
         queue_reference_policy: QueueReferencePolicy::Warn,
-        warnings: Vec::new(),
+        warnings: strings(&[
+            "clientConnection is ignored: Kuota's API client has no client-side rate limit",
+            "admissionFairSharing is ignored: Kuota does not implement admission fair sharing",
+            "metrics.bindAddress is ignored: Kuota serves /metrics over HTTP beside its probes, on health.healthProbeBindAddress",
+            "metrics.enableClusterQueueResources is ignored: Kuota exports no ClusterQueue resource metrics",
+            "metrics.localQueueMetrics is ignored: Kuota exports no LocalQueue metrics",
+            "health.readinessEndpointName is ignored: Kuota serves readiness at /readyz",
+            "health.livenessEndpointName is ignored: Kuota serves liveness at /healthz",
+            "waitForPodsReady.blockAdmission is ignored: Kuota admits without waiting for earlier workloads' pods to be ready",
+            "objectRetentionPolicies.workloads.afterFinished is ignored: Kuota does not delete Workloads",
+            "objectRetentionPolicies.workloads.afterDeactivatedByKueue is ignored: Kuota does not delete Workloads",
+        ]),
     };
     assert_eq!(configuration, expected);
     assert!(
@@ -416,6 +427,8 @@ fn kueue_sample_loads_with_ignored_sections_reported() {
             "tls is ignored: Kuota's webhook uses its own TLS settings (TLS 1.2 or newer)",
             "multiKueue is ignored: Kuota does not implement MultiKueue",
             "visibilityServer is ignored: Kuota serves no visibility API",
+            "clientConnection is ignored: Kuota's API client has no client-side rate limit",
+            "metrics.bindAddress is ignored: Kuota serves /metrics over HTTP beside its probes, on health.healthProbeBindAddress",
         ]
     );
 }
@@ -451,7 +464,10 @@ fn v1beta1_switches_and_their_defaults() {
     );
     assert_eq!(
         configuration.warnings,
-        ["queueVisibility is ignored (Kueue ignores it too)"]
+        [
+            "queueVisibility is ignored (Kueue ignores it too)",
+            "waitForPodsReady.blockAdmission is ignored: Kuota admits without waiting for earlier workloads' pods to be ready",
+        ]
     );
 }
 

@@ -13,8 +13,13 @@
 //!   not enforced: a workload kind that quietly bypasses quota is worse than a startup error.
 //! - Sections for Kueue features Kuota does not implement (`multiKueue`, `tls`,
 //!   `visibilityServer`, `pprofBindAddress`, `metrics.customLabels`,
-//!   `resources.deviceClassMappings`, v1beta1 `queueVisibility` and `integrations.podOptions`)
-//!   are accepted so Kueue files load, and reported in [`Configuration::warnings`].
+//!   `resources.deviceClassMappings`, `admissionFairSharing`, v1beta1 `queueVisibility` and
+//!   `integrations.podOptions`) are accepted so Kueue files load, and reported in
+//!   [`Configuration::warnings`]. So are settings Kuota validates but does not act on:
+//!   `clientConnection`, `metrics.bindAddress` (metrics are served beside the probes),
+//!   `metrics.enableClusterQueueResources` and `metrics.localQueueMetrics` when on,
+//!   `healthProbeBindAddress: "0"`, probe paths other than `/readyz` and `/healthz`,
+//!   `waitForPodsReady.blockAdmission` when true, and `objectRetentionPolicies.workloads`.
 //! - A few checks Kueue leaves to later failures are done here: ports, bind addresses, negative
 //!   QPS/burst, leader-election timing, names that must be DNS labels.
 //! - Kuota extension `queueReferencePolicy` (see [`QueueReferencePolicy`]).

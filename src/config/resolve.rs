@@ -43,6 +43,9 @@ const DEFAULT_BACKOFF_MAX_SECONDS: i32 = 3600;
 const DEFAULT_CLIENT_QPS: f32 = 300.0;
 const DEFAULT_CLIENT_BURST: i32 = 500;
 const KUBE_SYSTEM: &str = "kube-system";
+/// The probe paths Kuota's health listener serves, whatever the file names.
+const SERVED_READINESS_PATH: &str = "/readyz";
+const SERVED_LIVENESS_PATH: &str = "/healthz";
 /// The `preemptionStrategies` lists Kueue accepts, in order.
 const PREEMPTION_STRATEGY_SETS: &[&[PreemptionStrategy]] = &[
     &[PreemptionStrategy::LessThanOrEqualToFinalShare],
@@ -214,6 +217,16 @@ impl Resolver {
                 .as_ref()
                 .is_some_and(|mappings| !mappings.is_empty()),
             "Kuota does not account DRA devices",
+        );
+        self.ignored(
+            "clientConnection",
+            hub.client_connection.is_some(),
+            "Kuota's API client has no client-side rate limit",
+        );
+        self.ignored(
+            "admissionFairSharing",
+            hub.admission_fair_sharing.is_some(),
+            "Kuota does not implement admission fair sharing",
         );
         Configuration {
             api_version: origin,
@@ -466,6 +479,24 @@ impl Resolver {
     }
 
     fn metrics(&mut self, metrics: v1beta2::Metrics) -> Metrics {
+        self.ignored(
+            "metrics.bindAddress",
+            non_empty(&metrics.bind_address).is_some(),
+            "Kuota serves /metrics over HTTP beside its probes, on health.healthProbeBindAddress",
+        );
+        self.ignored(
+            "metrics.enableClusterQueueResources",
+            metrics.enable_cluster_queue_resources == Some(true),
+            "Kuota exports no ClusterQueue resource metrics",
+        );
+        self.ignored(
+            "metrics.localQueueMetrics",
+            metrics
+                .local_queue_metrics
+                .as_ref()
+                .is_some_and(|local| local.enable == Some(true)),
+            "Kuota exports no LocalQueue metrics",
+        );
         let bind_address = self.bind_address(
             "metrics.bindAddress",
             non_empty(&metrics.bind_address).unwrap_or(DEFAULT_METRICS_BIND_ADDRESS),
@@ -503,18 +534,35 @@ impl Resolver {
             }
             name
         };
+        let readiness_endpoint_name = endpoint(
+            "health.readinessEndpointName",
+            &health.readiness_endpoint_name,
+            SERVED_READINESS_PATH,
+        );
+        let liveness_endpoint_name = endpoint(
+            "health.livenessEndpointName",
+            &health.liveness_endpoint_name,
+            SERVED_LIVENESS_PATH,
+        );
+        self.ignored(
+            "health.healthProbeBindAddress \"0\"",
+            health.health_probe_bind_address.as_deref() == Some("0"),
+            "Kuota always serves its probes and /metrics (then on 0.0.0.0:8081)",
+        );
+        self.ignored(
+            "health.readinessEndpointName",
+            readiness_endpoint_name != SERVED_READINESS_PATH,
+            "Kuota serves readiness at /readyz",
+        );
+        self.ignored(
+            "health.livenessEndpointName",
+            liveness_endpoint_name != SERVED_LIVENESS_PATH,
+            "Kuota serves liveness at /healthz",
+        );
         Health {
             probe_bind_address,
-            readiness_endpoint_name: endpoint(
-                "health.readinessEndpointName",
-                &health.readiness_endpoint_name,
-                "/readyz",
-            ),
-            liveness_endpoint_name: endpoint(
-                "health.livenessEndpointName",
-                &health.liveness_endpoint_name,
-                "/healthz",
-            ),
+            readiness_endpoint_name,
+            liveness_endpoint_name,
         }
     }
 
@@ -666,6 +714,65 @@ impl Resolver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn warnings(body: &str) -> Vec<String> {
+        let yaml =
+            format!("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n{body}");
+        Configuration::from_yaml(&yaml, &LoadOptions::default())
+            .unwrap()
+            .warnings
+    }
+
+    #[test]
+    fn settings_kuota_does_not_act_on_are_warned_about_by_name() {
+        let body = "\
+metrics: {bindAddress: ':8443', enableClusterQueueResources: true, localQueueMetrics: {enable: true}}
+health: {healthProbeBindAddress: '0', readinessEndpointName: /ready, livenessEndpointName: /live}
+clientConnection: {qps: 300}
+waitForPodsReady: {blockAdmission: true}
+admissionFairSharing: {usageHalfLifeTime: 1h}
+objectRetentionPolicies: {workloads: {afterFinished: 1h, afterDeactivatedByKueue: 0s}}
+";
+        assert_eq!(
+            warnings(body),
+            [
+                "clientConnection is ignored: Kuota's API client has no client-side rate limit",
+                "admissionFairSharing is ignored: Kuota does not implement admission fair sharing",
+                "metrics.bindAddress is ignored: Kuota serves /metrics over HTTP beside its probes, on health.healthProbeBindAddress",
+                "metrics.enableClusterQueueResources is ignored: Kuota exports no ClusterQueue resource metrics",
+                "metrics.localQueueMetrics is ignored: Kuota exports no LocalQueue metrics",
+                "health.healthProbeBindAddress \"0\" is ignored: Kuota always serves its probes and /metrics (then on 0.0.0.0:8081)",
+                "health.readinessEndpointName is ignored: Kuota serves readiness at /readyz",
+                "health.livenessEndpointName is ignored: Kuota serves liveness at /healthz",
+                "waitForPodsReady.blockAdmission is ignored: Kuota admits without waiting for earlier workloads' pods to be ready",
+                "objectRetentionPolicies.workloads.afterFinished is ignored: Kuota does not delete Workloads",
+                "objectRetentionPolicies.workloads.afterDeactivatedByKueue is ignored: Kuota does not delete Workloads",
+            ]
+        );
+    }
+
+    #[test]
+    fn settings_that_ask_for_what_kuota_does_are_not_warned_about() {
+        let body = "\
+metrics: {enableClusterQueueResources: false, localQueueMetrics: {enable: false}}
+health: {healthProbeBindAddress: ':9090', readinessEndpointName: /readyz, livenessEndpointName: /healthz}
+waitForPodsReady: {blockAdmission: false}
+objectRetentionPolicies: {workloads: {}}
+";
+        assert_eq!(warnings(body), Vec::<String>::new());
+    }
+
+    #[test]
+    fn v1beta1_waiting_for_pods_blocks_admission_by_default_which_kuota_does_not() {
+        let yaml = "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nwaitForPodsReady: {enable: true}\n";
+        let configuration = Configuration::from_yaml(yaml, &LoadOptions::default()).unwrap();
+        assert_eq!(
+            configuration.warnings,
+            [
+                "waitForPodsReady.blockAdmission is ignored: Kuota admits without waiting for earlier workloads' pods to be ready"
+            ]
+        );
+    }
 
     #[test]
     fn kind_version_group() {

@@ -82,9 +82,15 @@ impl Resolver {
                 .backoff_max_seconds
                 .unwrap_or(DEFAULT_BACKOFF_MAX_SECONDS),
         );
+        let block_admission = wait.block_admission.unwrap_or(false);
+        self.ignored(
+            "waitForPodsReady.blockAdmission",
+            block_admission,
+            "Kuota admits without waiting for earlier workloads' pods to be ready",
+        );
         Some(WaitForPodsReady {
             timeout,
-            block_admission: wait.block_admission.unwrap_or(false),
+            block_admission,
             recovery_timeout,
             requeuing_strategy: RequeuingStrategy {
                 timestamp,
@@ -294,6 +300,16 @@ impl Resolver {
     ) -> ObjectRetentionPolicies {
         const PATH: &str = "objectRetentionPolicies.workloads";
         let workloads = policies.workloads.unwrap_or_default();
+        self.ignored(
+            "objectRetentionPolicies.workloads.afterFinished",
+            workloads.after_finished.is_some(),
+            "Kuota does not delete Workloads",
+        );
+        self.ignored(
+            "objectRetentionPolicies.workloads.afterDeactivatedByKueue",
+            workloads.after_deactivated_by_kueue.is_some(),
+            "Kuota does not delete Workloads",
+        );
         ObjectRetentionPolicies {
             workloads: WorkloadRetentionPolicy {
                 after_finished: workloads
