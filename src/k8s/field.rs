@@ -173,13 +173,18 @@ impl FieldError {
         Self::new(field, ErrorType::Duplicate, Some(bad_value.into()), "")
     }
 
-    /// `Unsupported value` listing the supported values (`field.NotSupported`).
+    /// `Unsupported value` listing the supported values (`field.NotSupported`); with none to
+    /// list, no detail at all.
     pub fn not_supported<S: AsRef<str>>(
         field: impl Into<String>,
         bad_value: impl Into<BadValue>,
         supported: &[S],
     ) -> Self {
-        let detail = format!("supported values: {}", quoted_list(supported));
+        let detail = if supported.is_empty() {
+            String::new()
+        } else {
+            format!("supported values: {}", quoted_list(supported))
+        };
         Self::new(
             field,
             ErrorType::NotSupported,
@@ -312,6 +317,14 @@ mod tests {
             (
                 FieldError::too_many("spec.workerGroupSpecs", 19, 18),
                 "spec.workerGroupSpecs: Too many: 19: must have at most 18 items",
+            ),
+            (
+                FieldError::not_supported("spec.mode", "c", &["a", "b"]),
+                r#"spec.mode: Unsupported value: "c": supported values: "a", "b""#,
+            ),
+            (
+                FieldError::not_supported::<&str>("spec.mode", "c", &[]),
+                r#"spec.mode: Unsupported value: "c""#,
             ),
         ];
         for (error, expected) in cases {
