@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::podset::PodSet;
 use super::{FieldError, JobError, MAX_POD_SETS};
+use crate::api::constants::ELASTIC_JOB_ANNOTATION;
 use crate::k8s::json;
 use crate::k8s::quantity::parse_nano;
 
@@ -96,6 +97,20 @@ pub(crate) fn cluster_template_pointers(job: &Value, spec_pointer: &str) -> Vec<
 }
 
 /// The PodSet-count and reserved-name rules on a cluster spec (field paths under `path`).
+/// The error for a Kueue-managed Ray job with in-tree autoscaling at `field`: Kueue's
+/// `kueue_detail`, or, when the job opts in as an elastic job, that Kuota cannot queue it: Kueue
+/// would admit it through workload slices, which Kuota does not implement.
+pub(crate) fn autoscaling_error(job: &Value, field: &str, kueue_detail: &str) -> FieldError {
+    let detail = if json::annotation(job, ELASTIC_JOB_ANNOTATION) == Some("true") {
+        "Kuota does not implement workload slices (Kueue's ElasticJobsViaWorkloadSlices), so it \
+         cannot queue an elastic job that autoscales; set it to false to queue the job at its \
+         declared size"
+    } else {
+        kueue_detail
+    };
+    FieldError::invalid(field, true, detail)
+}
+
 pub(crate) fn validate_worker_groups(spec: &Value, path: &str) -> Vec<FieldError> {
     let groups = json::array_at(spec, "/workerGroupSpecs");
     let mut errors = Vec::new();

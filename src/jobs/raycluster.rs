@@ -75,9 +75,9 @@ impl JobFramework for RayCluster {
         if input.manage_jobs_without_queue_name || super::queue_name(new).is_some() {
             let spec = new.pointer("/spec").unwrap_or(&Value::Null);
             if json::bool_at(spec, "/enableInTreeAutoscaling") == Some(true) {
-                errors.push(FieldError::invalid(
+                errors.push(ray::autoscaling_error(
+                    new,
                     "spec.enableInTreeAutoscaling",
-                    true,
                     "a kueue-managed RayCluster can use autoscaling only as an elastic job: enable the \
                      ElasticJobsViaWorkloadSlices feature gate and set the \"kueue.x-k8s.io/elastic-job\": \"true\" annotation",
                 ));

@@ -180,9 +180,9 @@ impl JobFramework for RayJob {
             }
             let spec = new.pointer(CLUSTER_SPEC).unwrap_or(&Value::Null);
             if json::bool_at(spec, "/enableInTreeAutoscaling") == Some(true) {
-                errors.push(FieldError::invalid(
+                errors.push(ray::autoscaling_error(
+                    new,
                     "spec.rayClusterSpec.enableInTreeAutoscaling",
-                    true,
                     "a kueue managed job should only use autoscaling when workload slicing is enabled",
                 ));
             }

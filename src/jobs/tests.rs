@@ -1380,6 +1380,26 @@ fn ray_validation_messages() {
                 .to_string()
         )
     );
+    raycluster["metadata"]["annotations"] = json!({"kueue.x-k8s.io/elastic-job": "true"});
+    let mut elastic_job = ray_job(None, raycluster["spec"].clone());
+    elastic_job["metadata"]["annotations"] = raycluster["metadata"]["annotations"].clone();
+    let no_slices = "Invalid value: true: Kuota does not implement workload slices (Kueue's \
+                     ElasticJobsViaWorkloadSlices), so it cannot queue an elastic job that autoscales; set \
+                     it to false to queue the job at its declared size";
+    assert_eq!(
+        create(&RayCluster, &raycluster, true),
+        Some(format!(
+            "[spec.enableInTreeAutoscaling: {no_slices}, create: Forbidden: common]"
+        )),
+        "an elastic RayCluster is told what Kuota lacks"
+    );
+    assert_eq!(
+        create(&RayJob, &elastic_job, true),
+        Some(format!(
+            "[spec.rayClusterSpec.enableInTreeAutoscaling: {no_slices}, create: Forbidden: common]"
+        )),
+        "an elastic RayJob is told what Kuota lacks"
+    );
     let workers: Vec<Value> = (0..18)
         .map(|i| json!({"groupName": format!("w{i}"), "template": tpl("1")}))
         .collect();
