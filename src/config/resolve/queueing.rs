@@ -115,11 +115,10 @@ impl Resolver {
                     self.errors.push(FieldError::duplicate(path, framework));
                 }
             } else if KUEUE_ONLY_FRAMEWORKS.contains(&framework.as_str()) {
-                self.errors.push(FieldError::not_supported_because(
-                    path,
-                    framework,
-                    "a Kueue integration that Kuota does not implement",
-                    &supported,
+                // Kueue's own default configuration lists these, so refusing them would stop
+                // Kuota starting from Kueue's chart defaults; their objects are simply not queued.
+                self.warnings.push(format!(
+                    "{path} {framework:?} is ignored: a Kueue integration that Kuota does not implement; its objects are not queued"
                 ));
             } else {
                 self.errors
