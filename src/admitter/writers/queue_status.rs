@@ -415,18 +415,21 @@ async fn write_round(client: &Client, stores: &Stores, statuses: &DesiredStatuse
     results.into_iter().all(|ok| ok)
 }
 
-/// The merge patch from `current` to `desired`, `None` when they are equal.
-fn status_patch<S: Serialize + PartialEq + Default>(
+/// The merge patch from `current` to `desired`, `None` when they are equal. A queue without a
+/// status gets all of `desired`: its counters have no schema default (as in Kueue's CRDs), so a
+/// zero left out of the first write would stay missing, and `kubectl get` would print nothing.
+fn status_patch<S: Serialize + PartialEq>(
     current: Option<&S>,
     desired: &S,
 ) -> Option<serde_json::Value> {
-    let default = S::default();
-    let current = current.unwrap_or(&default);
+    let new = serde_json::to_value(desired).ok()?;
+    let Some(current) = current else {
+        return Some(serde_json::json!({ "status": new }));
+    };
     if current == desired {
         return None;
     }
     let old = serde_json::to_value(current).ok()?;
-    let new = serde_json::to_value(desired).ok()?;
     Some(serde_json::json!({ "status": merge_patch(&old, &new) }))
 }
 

@@ -321,7 +321,10 @@ fn status_patches_are_skipped_when_nothing_changed() {
     assert_eq!(status_patch(Some(&status), &status), None);
     assert_eq!(
         status_patch::<api::ClusterQueueStatus>(None, &status),
-        Some(json!({"status": {"pendingWorkloads": 2}}))
+        Some(
+            json!({"status": {"pendingWorkloads": 2, "reservingWorkloads": 0, "admittedWorkloads": 0}})
+        ),
+        "a queue without status gets every counter, zeros included"
     );
     let changed = api::ClusterQueueStatus {
         pending_workloads: 1,
