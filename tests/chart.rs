@@ -9,6 +9,10 @@
 //!   Kueue's default unless listed in `dev/kueue/deliberate-chart-differences.tsv`, and is
 //!   rendered by a template or turns on a part Kuota does not have, which fails by name.
 
+mod common {
+    pub mod dev_tools;
+}
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -25,6 +29,8 @@ use pretty_assertions::assert_eq;
 use serde::Deserialize;
 use serde_json::Value;
 
+use common::dev_tools::{dev_script, kueue_module};
+
 /// The prefix of every object name, as a Helm expression.
 const FULLNAME: &str = r#"{{ include "kueue.fullname" . }}"#;
 const NAMESPACE: &str = "{{ .Release.Namespace }}";
@@ -33,25 +39,8 @@ fn repo(relative: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
 
-fn script_output(script: &str) -> PathBuf {
-    let output = Command::new("bash")
-        .arg(repo(script))
-        .output()
-        .unwrap_or_else(|error| panic!("run {script}: {error}"));
-    assert!(
-        output.status.success(),
-        "{script} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
-}
-
 fn helm() -> PathBuf {
-    script_output("dev/helm/build.sh")
-}
-
-fn kueue_module() -> PathBuf {
-    script_output("dev/kueue/module.sh")
+    dev_script("dev/helm/build.sh", &[])
 }
 
 /// The header of every generated template.

@@ -11,9 +11,12 @@
 //! `dev/kueue/deliberate-differences.tsv`; a listed difference that no longer exists fails too.
 //! A row whose field path ends in `**` covers that field and everything under it.
 
+mod common {
+    pub mod dev_tools;
+}
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use k8s_openapi::api::admissionregistration::v1::WebhookClientConfig;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
@@ -24,20 +27,7 @@ use pretty_assertions::assert_eq;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// The pinned Kueue release's directory, fetched through the Go module proxy when missing.
-fn kueue_module() -> PathBuf {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("dev/kueue/module.sh");
-    let output = Command::new("bash")
-        .arg(&script)
-        .output()
-        .expect("run dev/kueue/module.sh");
-    assert!(
-        output.status.success(),
-        "dev/kueue/module.sh failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
-}
+use common::dev_tools::kueue_module;
 
 fn kueue_crds() -> BTreeMap<String, CustomResourceDefinition> {
     let dir = kueue_module().join("config/components/crd/bases");
