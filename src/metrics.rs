@@ -9,7 +9,10 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Content type of [`MetricsRegistry::encode`]'s output (OpenMetrics text).
 pub const OPENMETRICS_CONTENT_TYPE: &str =
@@ -32,12 +35,20 @@ impl Default for MetricsRegistry {
 }
 
 impl MetricsRegistry {
-    /// Creates the registry and registers all metrics.
+    /// Creates the registry with every metric, the `kueue_local_queue_*` families included (as
+    /// with Kueue's `LocalQueueMetrics` feature gate on, its default).
     pub fn new() -> Self {
+        Self::with_local_queue_metrics(true)
+    }
+
+    /// Creates the registry; the `kueue_local_queue_*` families are registered only when
+    /// `local_queue_families` is set, as Kueue registers them only under its
+    /// `LocalQueueMetrics` feature gate.
+    pub fn with_local_queue_metrics(local_queue_families: bool) -> Self {
         let mut registry = Registry::default();
         register_build_info(&mut registry);
         let webhook = WebhookMetrics::register(&mut registry);
-        let admitter = AdmitterMetrics::register(&mut registry);
+        let admitter = AdmitterMetrics::register(&mut registry, local_queue_families);
         Self {
             registry,
             webhook,
@@ -381,10 +392,12 @@ pub struct AdmitterMetrics {
     pub reserving_active_workloads: Family<ClusterQueueLabels, Gauge>,
     /// `kueue_admitted_active_workloads{cluster_queue}`.
     pub admitted_active_workloads: Family<ClusterQueueLabels, Gauge>,
+    /// The `kueue_local_queue_*` metrics.
+    pub local_queues: LocalQueueMetrics,
 }
 
 impl AdmitterMetrics {
-    fn register(registry: &mut Registry) -> Self {
+    fn register(registry: &mut Registry, local_queue_families: bool) -> Self {
         let metrics = Self {
             pending_workloads: Family::default(),
             quota_reserved_workloads: Family::default(),
@@ -397,7 +410,11 @@ impl AdmitterMetrics {
             admission_attempts: Family::default(),
             reserving_active_workloads: Family::default(),
             admitted_active_workloads: Family::default(),
+            local_queues: LocalQueueMetrics::default(),
         };
+        if local_queue_families {
+            metrics.local_queues.register(registry);
+        }
         registry.register(
             "kueue_pending_workloads",
             "The number of pending workloads, per cluster_queue and status",
@@ -470,7 +487,7 @@ impl AdmitterMetrics {
 
     /// Forgets the per-queue gauges of a ClusterQueue that no longer exists.
     pub fn forget_cluster_queue(&self, cluster_queue: &str, replica_role: ReplicaRole) {
-        for status in ["active", "inadmissible"] {
+        for status in PENDING_STATUSES {
             self.pending_workloads.remove(&ClusterQueueStatusLabels {
                 cluster_queue: cluster_queue.to_owned(),
                 status,
@@ -513,6 +530,418 @@ impl AdmitterMetrics {
 
 /// Values of the `status` label of `kueue_cluster_queue_status`.
 pub const CLUSTER_QUEUE_STATUSES: [&str; 3] = ["pending", "active", "terminated"];
+
+/// Values of the `active` label of `kueue_local_queue_status`: the `Active` condition's status.
+pub const LOCAL_QUEUE_ACTIVE_STATUSES: [&str; 3] = ["True", "False", "Unknown"];
+
+/// Labels `name, namespace, replica_role`: one LocalQueue.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LocalQueueLabels {
+    name: String,
+    namespace: String,
+    replica_role: ReplicaRole,
+}
+
+/// Labels `name, namespace, status, replica_role` of `kueue_local_queue_pending_workloads`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LocalQueuePendingLabels {
+    name: String,
+    namespace: String,
+    /// `active` or `inadmissible`.
+    status: &'static str,
+    replica_role: ReplicaRole,
+}
+
+/// Labels `name, namespace, active, replica_role` of `kueue_local_queue_status`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LocalQueueActiveLabels {
+    name: String,
+    namespace: String,
+    /// One of [`LOCAL_QUEUE_ACTIVE_STATUSES`].
+    active: &'static str,
+    replica_role: ReplicaRole,
+}
+
+/// Labels `name, namespace, priority_class, replica_role`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LocalQueuePriorityLabels {
+    name: String,
+    namespace: String,
+    priority_class: String,
+    replica_role: ReplicaRole,
+}
+
+/// Labels of `kueue_local_queue_evicted_workloads_total`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LocalQueueEvictionLabels {
+    name: String,
+    namespace: String,
+    reason: String,
+    underlying_cause: String,
+    priority_class: String,
+    replica_role: ReplicaRole,
+}
+
+/// Labels `name, namespace, flavor, resource, replica_role`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LocalQueueResourceLabels {
+    name: String,
+    namespace: String,
+    flavor: String,
+    resource: String,
+    replica_role: ReplicaRole,
+}
+
+type LocalQueueWaitHistogramFamily = Family<LocalQueuePriorityLabels, Histogram, fn() -> Histogram>;
+type AmountGauge = Gauge<f64, AtomicU64>;
+
+/// A LocalQueue's gauges after a scheduling cycle.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LocalQueueGauges {
+    /// Pending workloads waiting to be scheduled (`status="active"`).
+    pub pending_active: i64,
+    /// Pending workloads that cannot be admitted until something changes
+    /// (`status="inadmissible"`).
+    pub pending_inadmissible: i64,
+    /// Workloads holding quota.
+    pub reserving: i64,
+    /// Of those, the admitted ones.
+    pub admitted: i64,
+    /// Whether its `Active` condition is True.
+    pub active: bool,
+    /// Per flavor and resource its ClusterQueue declares: the quota its workloads hold.
+    pub resources: Vec<LocalQueueResource>,
+}
+
+/// Quota one LocalQueue's workloads hold of one flavor and resource, in the resource's unit
+/// (cpu in cores, memory in bytes), as Kueue reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LocalQueueResource {
+    /// ResourceFlavor name.
+    pub flavor: String,
+    /// Resource name.
+    pub resource: String,
+    /// Reserved by all its quota holders (`kueue_local_queue_resource_reservation`).
+    pub reserved: f64,
+    /// Reserved by its admitted workloads (`kueue_local_queue_resource_usage`).
+    pub in_use: f64,
+}
+
+/// A LocalQueue as the exposure set keys it: (namespace, name).
+type LocalQueueKey = (String, String);
+/// Exposed LocalQueues, each with the (flavor, resource) pairs its resource gauges were last
+/// set for.
+type ExposedLocalQueues = BTreeMap<LocalQueueKey, BTreeSet<(String, String)>>;
+
+/// Kueue's `kueue_local_queue_*` metrics that Kuota has data for, exported only for the
+/// LocalQueues [`LocalQueueMetrics::expose_only`] names (Kueue's `metrics.localQueueMetrics`
+/// and its selector). Cheap to clone: clones share the series and the exposure set.
+#[derive(Clone, Debug)]
+pub struct LocalQueueMetrics {
+    pending_workloads: Family<LocalQueuePendingLabels, Gauge>,
+    quota_reserved_workloads: Family<LocalQueuePriorityLabels, Counter>,
+    quota_reserved_wait_time: LocalQueueWaitHistogramFamily,
+    admitted_workloads: Family<LocalQueuePriorityLabels, Counter>,
+    admission_wait_time: LocalQueueWaitHistogramFamily,
+    evicted_workloads: Family<LocalQueueEvictionLabels, Counter>,
+    reserving_active_workloads: Family<LocalQueueLabels, Gauge>,
+    admitted_active_workloads: Family<LocalQueueLabels, Gauge>,
+    status: Family<LocalQueueActiveLabels, Gauge>,
+    resource_reservation: Family<LocalQueueResourceLabels, AmountGauge>,
+    resource_usage: Family<LocalQueueResourceLabels, AmountGauge>,
+    /// Kept so that the series of pairs and queues that go away can be removed.
+    exposed: Arc<Mutex<ExposedLocalQueues>>,
+}
+
+impl Default for LocalQueueMetrics {
+    fn default() -> Self {
+        Self {
+            pending_workloads: Family::default(),
+            quota_reserved_workloads: Family::default(),
+            quota_reserved_wait_time: Family::new_with_constructor(wait_histogram),
+            admitted_workloads: Family::default(),
+            admission_wait_time: Family::new_with_constructor(wait_histogram),
+            evicted_workloads: Family::default(),
+            reserving_active_workloads: Family::default(),
+            admitted_active_workloads: Family::default(),
+            status: Family::default(),
+            resource_reservation: Family::default(),
+            resource_usage: Family::default(),
+            exposed: Arc::default(),
+        }
+    }
+}
+
+impl LocalQueueMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "kueue_local_queue_pending_workloads",
+            "The number of pending workloads, per local_queue and status",
+            self.pending_workloads.clone(),
+        );
+        registry.register(
+            "kueue_local_queue_quota_reserved_workloads",
+            "The total number of quota reserved workloads per local_queue",
+            self.quota_reserved_workloads.clone(),
+        );
+        registry.register(
+            "kueue_local_queue_quota_reserved_wait_time_seconds",
+            "The time between a workload was created or requeued until it got quota reservation, per local_queue",
+            self.quota_reserved_wait_time.clone(),
+        );
+        registry.register(
+            "kueue_local_queue_admitted_workloads",
+            "The total number of admitted workloads per local_queue",
+            self.admitted_workloads.clone(),
+        );
+        registry.register(
+            "kueue_local_queue_admission_wait_time_seconds",
+            "The time between a workload was created or requeued until admission, per local_queue",
+            self.admission_wait_time.clone(),
+        );
+        registry.register(
+            "kueue_local_queue_evicted_workloads",
+            "The number of evicted workloads per local_queue and reason",
+            self.evicted_workloads.clone(),
+        );
+        registry.register(
+            "kueue_local_queue_reserving_active_workloads",
+            "The number of workloads holding quota, per local_queue",
+            self.reserving_active_workloads.clone(),
+        );
+        registry.register(
+            "kueue_local_queue_admitted_active_workloads",
+            "The number of admitted workloads that are active (unsuspended and not finished), per local_queue",
+            self.admitted_active_workloads.clone(),
+        );
+        registry.register(
+            "kueue_local_queue_status",
+            "Reports the local_queue's Active condition status: True, False or Unknown",
+            self.status.clone(),
+        );
+        registry.register(
+            "kueue_local_queue_resource_reservation",
+            "The quota reserved by the local_queue's workloads, per flavor and resource",
+            self.resource_reservation.clone(),
+        );
+        registry.register(
+            "kueue_local_queue_resource_usage",
+            "The quota used by the local_queue's admitted workloads, per flavor and resource",
+            self.resource_usage.clone(),
+        );
+    }
+
+    fn lock_exposed(&self) -> std::sync::MutexGuard<'_, ExposedLocalQueues> {
+        self.exposed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn is_exposed(&self, namespace: &str, name: &str) -> bool {
+        self.lock_exposed()
+            .contains_key(&(namespace.to_owned(), name.to_owned()))
+    }
+
+    /// Makes `queues` ((namespace, name) pairs) the LocalQueues that export metrics, and
+    /// removes the gauges of those that no longer do (deleted, or no longer selected). Their
+    /// counters stay, as the ClusterQueue counters of a deleted ClusterQueue do.
+    pub fn expose_only(&self, queues: BTreeSet<LocalQueueKey>, replica_role: ReplicaRole) {
+        let mut exposed = self.lock_exposed();
+        let gone: Vec<_> = exposed
+            .keys()
+            .filter(|queue| !queues.contains(*queue))
+            .cloned()
+            .collect();
+        for queue in gone {
+            let resources = exposed.remove(&queue).unwrap_or_default();
+            self.remove_gauges(&queue, &resources, replica_role);
+        }
+        for queue in queues {
+            exposed.entry(queue).or_default();
+        }
+    }
+
+    fn remove_gauges(
+        &self,
+        (namespace, name): &LocalQueueKey,
+        resources: &BTreeSet<(String, String)>,
+        replica_role: ReplicaRole,
+    ) {
+        for status in PENDING_STATUSES {
+            self.pending_workloads.remove(&LocalQueuePendingLabels {
+                name: name.clone(),
+                namespace: namespace.clone(),
+                status,
+                replica_role,
+            });
+        }
+        for active in LOCAL_QUEUE_ACTIVE_STATUSES {
+            self.status.remove(&LocalQueueActiveLabels {
+                name: name.clone(),
+                namespace: namespace.clone(),
+                active,
+                replica_role,
+            });
+        }
+        let labels = LocalQueueLabels {
+            name: name.clone(),
+            namespace: namespace.clone(),
+            replica_role,
+        };
+        self.reserving_active_workloads.remove(&labels);
+        self.admitted_active_workloads.remove(&labels);
+        for (flavor, resource) in resources {
+            let labels = resource_labels(namespace, name, flavor, resource, replica_role);
+            self.resource_reservation.remove(&labels);
+            self.resource_usage.remove(&labels);
+        }
+    }
+
+    /// Sets the gauges of an exposed LocalQueue; a LocalQueue that is not exposed is ignored.
+    pub fn report(
+        &self,
+        namespace: &str,
+        name: &str,
+        replica_role: ReplicaRole,
+        gauges: &LocalQueueGauges,
+    ) {
+        let mut exposed = self.lock_exposed();
+        let Some(reported) = exposed.get_mut(&(namespace.to_owned(), name.to_owned())) else {
+            return;
+        };
+        for (status, count) in [
+            ("active", gauges.pending_active),
+            ("inadmissible", gauges.pending_inadmissible),
+        ] {
+            self.pending_workloads
+                .get_or_create(&LocalQueuePendingLabels {
+                    name: name.to_owned(),
+                    namespace: namespace.to_owned(),
+                    status,
+                    replica_role,
+                })
+                .set(count);
+        }
+        let labels = LocalQueueLabels {
+            name: name.to_owned(),
+            namespace: namespace.to_owned(),
+            replica_role,
+        };
+        self.reserving_active_workloads
+            .get_or_create(&labels)
+            .set(gauges.reserving);
+        self.admitted_active_workloads
+            .get_or_create(&labels)
+            .set(gauges.admitted);
+        let current = if gauges.active { "True" } else { "False" };
+        for active in LOCAL_QUEUE_ACTIVE_STATUSES {
+            self.status
+                .get_or_create(&LocalQueueActiveLabels {
+                    name: name.to_owned(),
+                    namespace: namespace.to_owned(),
+                    active,
+                    replica_role,
+                })
+                .set(i64::from(active == current));
+        }
+        let now: BTreeSet<(String, String)> = gauges
+            .resources
+            .iter()
+            .map(|amount| (amount.flavor.clone(), amount.resource.clone()))
+            .collect();
+        for (flavor, resource) in reported.difference(&now) {
+            let labels = resource_labels(namespace, name, flavor, resource, replica_role);
+            self.resource_reservation.remove(&labels);
+            self.resource_usage.remove(&labels);
+        }
+        for amount in &gauges.resources {
+            let labels = resource_labels(
+                namespace,
+                name,
+                &amount.flavor,
+                &amount.resource,
+                replica_role,
+            );
+            self.resource_reservation
+                .get_or_create(&labels)
+                .set(amount.reserved);
+            self.resource_usage
+                .get_or_create(&labels)
+                .set(amount.in_use);
+        }
+        *reported = now;
+    }
+
+    /// Records a quota reservation that was also an admission, after `wait_seconds` in the
+    /// queue, for an exposed LocalQueue.
+    pub fn admitted(
+        &self,
+        namespace: &str,
+        name: &str,
+        priority_class: &str,
+        replica_role: ReplicaRole,
+        wait_seconds: f64,
+    ) {
+        if !self.is_exposed(namespace, name) {
+            return;
+        }
+        let labels = LocalQueuePriorityLabels {
+            name: name.to_owned(),
+            namespace: namespace.to_owned(),
+            priority_class: priority_class.to_owned(),
+            replica_role,
+        };
+        self.quota_reserved_workloads.get_or_create(&labels).inc();
+        self.quota_reserved_wait_time
+            .get_or_create(&labels)
+            .observe(wait_seconds);
+        self.admitted_workloads.get_or_create(&labels).inc();
+        self.admission_wait_time
+            .get_or_create(&labels)
+            .observe(wait_seconds);
+    }
+
+    /// Records an eviction for `reason` (underlying cause empty) from an exposed LocalQueue.
+    pub fn evicted(
+        &self,
+        namespace: &str,
+        name: &str,
+        reason: &str,
+        priority_class: &str,
+        replica_role: ReplicaRole,
+    ) {
+        if !self.is_exposed(namespace, name) {
+            return;
+        }
+        self.evicted_workloads
+            .get_or_create(&LocalQueueEvictionLabels {
+                name: name.to_owned(),
+                namespace: namespace.to_owned(),
+                reason: reason.to_owned(),
+                underlying_cause: String::new(),
+                priority_class: priority_class.to_owned(),
+                replica_role,
+            })
+            .inc();
+    }
+}
+
+fn resource_labels(
+    namespace: &str,
+    name: &str,
+    flavor: &str,
+    resource: &str,
+    replica_role: ReplicaRole,
+) -> LocalQueueResourceLabels {
+    LocalQueueResourceLabels {
+        name: name.to_owned(),
+        namespace: namespace.to_owned(),
+        flavor: flavor.to_owned(),
+        resource: resource.to_owned(),
+        replica_role,
+    }
+}
+
+/// Values of the `status` label of the pending-workload gauges.
+const PENDING_STATUSES: [&str; 2] = ["active", "inadmissible"];
 
 #[cfg(test)]
 mod tests {
@@ -628,5 +1057,100 @@ mod tests {
         let text = metrics.encode().unwrap();
         assert!(!text.contains("kueue_cluster_queue_status{"), "{text}");
         assert!(!text.contains("kueue_pending_workloads{"), "{text}");
+    }
+
+    fn lq_gauges() -> LocalQueueGauges {
+        LocalQueueGauges {
+            pending_active: 1,
+            pending_inadmissible: 2,
+            reserving: 3,
+            admitted: 2,
+            active: true,
+            resources: vec![LocalQueueResource {
+                flavor: "default".to_owned(),
+                resource: "cpu".to_owned(),
+                reserved: 1.5,
+                in_use: 0.5,
+            }],
+        }
+    }
+
+    #[test]
+    fn local_queue_metrics_use_kueue_names_and_labels_for_exposed_queues_only() {
+        let metrics = MetricsRegistry::new();
+        let local_queues = &metrics.admitter.local_queues;
+        let role = ReplicaRole::Leader;
+        local_queues.expose_only(BTreeSet::from([("ns".to_owned(), "lq".to_owned())]), role);
+        local_queues.report("ns", "lq", role, &lq_gauges());
+        local_queues.report("ns", "hidden", role, &lq_gauges());
+        local_queues.admitted("ns", "lq", "high", role, 3.0);
+        local_queues.admitted("ns", "hidden", "high", role, 3.0);
+        local_queues.evicted("ns", "lq", "Preempted", "high", role);
+        let text = metrics.encode().unwrap();
+        for line in [
+            "kueue_local_queue_pending_workloads{name=\"lq\",namespace=\"ns\",status=\"active\",replica_role=\"leader\"} 1\n",
+            "kueue_local_queue_pending_workloads{name=\"lq\",namespace=\"ns\",status=\"inadmissible\",replica_role=\"leader\"} 2\n",
+            "kueue_local_queue_reserving_active_workloads{name=\"lq\",namespace=\"ns\",replica_role=\"leader\"} 3\n",
+            "kueue_local_queue_admitted_active_workloads{name=\"lq\",namespace=\"ns\",replica_role=\"leader\"} 2\n",
+            "kueue_local_queue_status{name=\"lq\",namespace=\"ns\",active=\"True\",replica_role=\"leader\"} 1\n",
+            "kueue_local_queue_status{name=\"lq\",namespace=\"ns\",active=\"False\",replica_role=\"leader\"} 0\n",
+            "kueue_local_queue_status{name=\"lq\",namespace=\"ns\",active=\"Unknown\",replica_role=\"leader\"} 0\n",
+            "kueue_local_queue_resource_reservation{name=\"lq\",namespace=\"ns\",flavor=\"default\",resource=\"cpu\",replica_role=\"leader\"} 1.5\n",
+            "kueue_local_queue_resource_usage{name=\"lq\",namespace=\"ns\",flavor=\"default\",resource=\"cpu\",replica_role=\"leader\"} 0.5\n",
+            "kueue_local_queue_quota_reserved_workloads_total{name=\"lq\",namespace=\"ns\",priority_class=\"high\",replica_role=\"leader\"} 1\n",
+            "kueue_local_queue_admitted_workloads_total{name=\"lq\",namespace=\"ns\",priority_class=\"high\",replica_role=\"leader\"} 1\n",
+            "kueue_local_queue_admission_wait_time_seconds_bucket{le=\"4.0\",name=\"lq\",namespace=\"ns\",priority_class=\"high\",replica_role=\"leader\"} 1\n",
+            "kueue_local_queue_quota_reserved_wait_time_seconds_count{name=\"lq\",namespace=\"ns\",priority_class=\"high\",replica_role=\"leader\"} 1\n",
+            "kueue_local_queue_evicted_workloads_total{name=\"lq\",namespace=\"ns\",reason=\"Preempted\",underlying_cause=\"\",priority_class=\"high\",replica_role=\"leader\"} 1\n",
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
+        assert!(!text.contains("name=\"hidden\""), "{text}");
+
+        // A flavor the ClusterQueue no longer declares loses its series.
+        let mut fewer = lq_gauges();
+        fewer.resources.clear();
+        local_queues.report("ns", "lq", role, &fewer);
+        let text = metrics.encode().unwrap();
+        assert!(
+            !text.contains("kueue_local_queue_resource_usage{"),
+            "{text}"
+        );
+
+        // A queue no longer exposed loses its gauges; its counters stay.
+        local_queues.expose_only(BTreeSet::new(), role);
+        local_queues.admitted("ns", "lq", "high", role, 3.0);
+        let text = metrics.encode().unwrap();
+        for family in [
+            "kueue_local_queue_pending_workloads{",
+            "kueue_local_queue_status{",
+            "kueue_local_queue_reserving_active_workloads{",
+            "kueue_local_queue_admitted_active_workloads{",
+        ] {
+            assert!(!text.contains(family), "{family} in\n{text}");
+        }
+        assert!(
+            text.contains("kueue_local_queue_admitted_workloads_total{name=\"lq\",namespace=\"ns\",priority_class=\"high\",replica_role=\"leader\"} 1\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn local_queue_families_follow_the_feature_gate() {
+        let reported = |registered| {
+            let metrics = MetricsRegistry::with_local_queue_metrics(registered);
+            let local_queues = &metrics.admitter.local_queues;
+            let queue = ("ns".to_owned(), "lq".to_owned());
+            local_queues.expose_only(BTreeSet::from([queue]), ReplicaRole::Leader);
+            local_queues.report("ns", "lq", ReplicaRole::Leader, &lq_gauges());
+            metrics.encode().unwrap()
+        };
+        let without = reported(false);
+        assert!(!without.contains("kueue_local_queue_"), "{without}");
+        let with = reported(true);
+        assert!(
+            with.contains("# TYPE kueue_local_queue_status gauge\n"),
+            "{with}"
+        );
     }
 }

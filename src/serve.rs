@@ -20,14 +20,17 @@ use crate::{
     admission::{KuotaAdmission, converter, lookup::StoreLookup, table},
     admitter,
     api::{constants::GROUP, crds},
-    config::Configuration,
+    config::{Configuration, Feature},
     metrics::MetricsRegistry,
     stores::Stores,
     tls::{
         certs::{CA_COMMON_NAME, CA_ORGANIZATION, CertificateAuthority},
         manager::{CertManager, CertManagerConfig},
     },
-    webhook::{self, Readiness, TlsSource, WebhookServerConfig, WebhookState},
+    webhook::{
+        self, ApiServerReviewer, MetricsAuthorizer, MetricsServerHandle, Readiness, TlsSource,
+        WebhookServerConfig, WebhookState, metrics_server::default_cert_dir,
+    },
 };
 
 /// The readiness component set once the reflector stores have synced.
@@ -50,6 +53,8 @@ pub enum ServeError {
     CertManager(#[from] crate::tls::manager::CertManagerError),
     #[error("webhook server: {0}")]
     Server(#[from] webhook::ServerError),
+    #[error("{0}")]
+    Metrics(#[from] webhook::MetricsServerError),
     #[error("--webhook-url {0}: {1}")]
     WebhookUrl(Uri, &'static str),
 }
@@ -62,7 +67,9 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let config = Arc::new(config);
     let client = client(kubeconfig.as_deref()).await?;
-    let metrics = Arc::new(MetricsRegistry::new());
+    let metrics = Arc::new(MetricsRegistry::with_local_queue_metrics(
+        config.feature_gates.enabled(Feature::LocalQueueMetrics),
+    ));
     let (stores, drivers) = Stores::new(&client);
     tokio::spawn(drivers.run());
     let readiness = Readiness::new([STORES_COMPONENT]);
@@ -122,6 +129,7 @@ pub async fn serve(
     }
     let server = webhook::serve(server_config, state, readiness.clone()).await?;
     tracing::info!(address = %server.webhook_address(), health = %server.health_address(), "webhook serving");
+    let metrics_server = serve_metrics(&config, &client, &metrics).await?;
 
     if let Some((manager, bundle)) = rotation {
         tokio::spawn(manager.run(server.tls().clone(), bundle));
@@ -152,7 +160,7 @@ pub async fn serve(
         },
     ));
 
-    let result = server.run_until(shutdown_signal()).await;
+    let result = run_servers(server, metrics_server).await;
     let _ = stop_admitter.send(());
     if tokio::time::timeout(Duration::from_secs(5), admitter)
         .await
@@ -163,7 +171,70 @@ pub async fn serve(
     if let Some(ooc) = &out_of_cluster {
         ooc.unregister(&client, &config).await;
     }
-    result.map_err(Into::into)
+    result
+}
+
+/// The metrics server on `metrics.bindAddress` (none for `"0"`), its callers reviewed by the
+/// API server.
+async fn serve_metrics(
+    config: &Configuration,
+    client: &Client,
+    metrics: &Arc<MetricsRegistry>,
+) -> Result<Option<MetricsServerHandle>, ServeError> {
+    let Some(address) = config.metrics.bind_address else {
+        return Ok(None);
+    };
+    let source = webhook::metrics_cert_source(
+        config.internal_cert_management.is_some(),
+        &default_cert_dir(),
+    );
+    let authorizer = MetricsAuthorizer::new(Arc::new(ApiServerReviewer::new(client.clone())));
+    let server = webhook::serve_metrics(
+        address.socket_addr(),
+        &source,
+        metrics.clone(),
+        Arc::new(authorizer),
+    )
+    .await?;
+    tracing::info!(address = %server.address(), "metrics serving");
+    Ok(Some(server))
+}
+
+/// Serves until SIGTERM or Ctrl-C; a listener that fails stops the others too, as a failed
+/// runnable stops Kueue's manager.
+async fn run_servers(
+    webhook: webhook::ServerHandle,
+    metrics: Option<MetricsServerHandle>,
+) -> Result<(), ServeError> {
+    let (stopping, _) = tokio::sync::watch::channel(false);
+    let stop_requested = || {
+        let mut stop = stopping.subscribe();
+        async move {
+            let _ = stop.wait_for(|stop| *stop).await;
+        }
+    };
+    let signal = async {
+        tokio::select! {
+            () = shutdown_signal() => {}
+            () = stop_requested() => {}
+        }
+        stopping.send_replace(true);
+    };
+    let webhook = async {
+        let result = webhook.run_until(stop_requested()).await;
+        stopping.send_replace(true);
+        result.map_err(ServeError::from)
+    };
+    let metrics = async {
+        let Some(metrics) = metrics else {
+            return Ok(());
+        };
+        let result = metrics.run_until(stop_requested()).await;
+        stopping.send_replace(true);
+        result.map_err(ServeError::from)
+    };
+    let ((), webhook, metrics) = tokio::join!(signal, webhook, metrics);
+    webhook.and(metrics)
 }
 
 async fn client(kubeconfig: Option<&std::path::Path>) -> Result<Client, ServeError> {

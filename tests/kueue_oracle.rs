@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use kuota::config::{BindAddress, Configuration, GoDuration, LoadOptions};
 use kuota::metrics::{
-    AttemptLabels, ClusterQueueLabels, ClusterQueueStatusLabels, EvictionLabels, MetricsRegistry,
-    PreemptionLabels, PriorityLabels, ReplicaRole, RequestResult,
+    AttemptLabels, ClusterQueueLabels, ClusterQueueStatusLabels, EvictionLabels, LocalQueueGauges,
+    LocalQueueResource, MetricsRegistry, PreemptionLabels, PriorityLabels, ReplicaRole,
+    RequestResult,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
@@ -140,11 +141,9 @@ fn kuota_view(config: &Configuration) -> Value {
         "manageJobsWithoutQueueName": config.manage_jobs_without_queue_name,
         "managedJobsNamespaceSelector": config.managed_jobs_namespace_selector.label_selector(),
         "webhook": webhook,
-        // Kuota serves /metrics beside its probes, on the health probe address.
         "metrics": {
-            "bindAddress": health_address,
-            // Kuota exports no LocalQueue metrics.
-            "localQueueMetrics": {"enable": false},
+            "bindAddress": config.metrics.bind_address.as_ref().map(bind_address),
+            "localQueueMetrics": {"enable": config.metrics.local_queue_metrics.enable},
         },
         "health": {"healthProbeBindAddress": health_address},
         "leaderElection": {
@@ -452,6 +451,24 @@ fn sampled_registry() -> MetricsRegistry {
         .admitted_active_workloads
         .get_or_create(&queue)
         .set(1);
+    let local_queues = &admitter.local_queues;
+    local_queues.expose_only(BTreeSet::from([("ns".to_owned(), "lq".to_owned())]), role);
+    local_queues.report(
+        "ns",
+        "lq",
+        role,
+        &LocalQueueGauges {
+            resources: vec![LocalQueueResource {
+                flavor: "default".to_owned(),
+                resource: "cpu".to_owned(),
+                reserved: 1.0,
+                in_use: 1.0,
+            }],
+            ..LocalQueueGauges::default()
+        },
+    );
+    local_queues.admitted("ns", "lq", "", role, 1.0);
+    local_queues.evicted("ns", "lq", "Preempted", "", role);
     registry
 }
 

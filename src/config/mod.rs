@@ -16,8 +16,7 @@
 //!   `resources.deviceClassMappings`, `admissionFairSharing`, v1beta1 `queueVisibility` and
 //!   `integrations.podOptions`) are accepted so Kueue files load, and reported in
 //!   [`Configuration::warnings`]. So are settings Kuota validates but does not act on:
-//!   `clientConnection`, `metrics.bindAddress` (metrics are served beside the probes),
-//!   `metrics.enableClusterQueueResources` and `metrics.localQueueMetrics` when on,
+//!   `clientConnection`, `metrics.enableClusterQueueResources` when on,
 //!   `healthProbeBindAddress: "0"`, probe paths other than `/readyz` and `/healthz`,
 //!   `waitForPodsReady.blockAdmission` when true, and `objectRetentionPolicies.workloads`.
 //! - A few checks Kueue leaves to later failures are done here: ports, bind addresses, negative

@@ -480,22 +480,9 @@ impl Resolver {
 
     fn metrics(&mut self, metrics: v1beta2::Metrics) -> Metrics {
         self.ignored(
-            "metrics.bindAddress",
-            non_empty(&metrics.bind_address).is_some(),
-            "Kuota serves /metrics over HTTP beside its probes, on health.healthProbeBindAddress",
-        );
-        self.ignored(
             "metrics.enableClusterQueueResources",
             metrics.enable_cluster_queue_resources == Some(true),
             "Kuota exports no ClusterQueue resource metrics",
-        );
-        self.ignored(
-            "metrics.localQueueMetrics",
-            metrics
-                .local_queue_metrics
-                .as_ref()
-                .is_some_and(|local| local.enable == Some(true)),
-            "Kuota exports no LocalQueue metrics",
         );
         let bind_address = self.bind_address(
             "metrics.bindAddress",
@@ -547,7 +534,7 @@ impl Resolver {
         self.ignored(
             "health.healthProbeBindAddress \"0\"",
             health.health_probe_bind_address.as_deref() == Some("0"),
-            "Kuota always serves its probes and /metrics (then on 0.0.0.0:8081)",
+            "Kuota always serves its probes (then on 0.0.0.0:8081)",
         );
         self.ignored(
             "health.readinessEndpointName",
@@ -738,10 +725,8 @@ objectRetentionPolicies: {workloads: {afterFinished: 1h, afterDeactivatedByKueue
             [
                 "clientConnection is ignored: Kuota's API client has no client-side rate limit",
                 "admissionFairSharing is ignored: Kuota does not implement admission fair sharing",
-                "metrics.bindAddress is ignored: Kuota serves /metrics over HTTP beside its probes, on health.healthProbeBindAddress",
                 "metrics.enableClusterQueueResources is ignored: Kuota exports no ClusterQueue resource metrics",
-                "metrics.localQueueMetrics is ignored: Kuota exports no LocalQueue metrics",
-                "health.healthProbeBindAddress \"0\" is ignored: Kuota always serves its probes and /metrics (then on 0.0.0.0:8081)",
+                "health.healthProbeBindAddress \"0\" is ignored: Kuota always serves its probes (then on 0.0.0.0:8081)",
                 "health.readinessEndpointName is ignored: Kuota serves readiness at /readyz",
                 "health.livenessEndpointName is ignored: Kuota serves liveness at /healthz",
                 "waitForPodsReady.blockAdmission is ignored: Kuota admits without waiting for earlier workloads' pods to be ready",
@@ -754,7 +739,7 @@ objectRetentionPolicies: {workloads: {afterFinished: 1h, afterDeactivatedByKueue
     #[test]
     fn settings_that_ask_for_what_kuota_does_are_not_warned_about() {
         let body = "\
-metrics: {enableClusterQueueResources: false, localQueueMetrics: {enable: false}}
+metrics: {bindAddress: ':9443', enableClusterQueueResources: false, localQueueMetrics: {enable: true, localQueueSelector: {matchLabels: {team: a}}}}
 health: {healthProbeBindAddress: ':9090', readinessEndpointName: /readyz, livenessEndpointName: /healthz}
 waitForPodsReady: {blockAdmission: false}
 objectRetentionPolicies: {workloads: {}}

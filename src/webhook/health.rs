@@ -1,16 +1,15 @@
-//! Probes and metrics on a plain-HTTP port: `/healthz` (alive), `/readyz` (every declared
-//! component ready) and `/metrics` (OpenMetrics text).
+//! Probes on a plain-HTTP port: `/healthz` (alive) and `/readyz` (every declared component
+//! ready). The metrics are served elsewhere, over HTTPS behind authorization
+//! ([`super::metrics_server`]), as Kueue serves them.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-
-use crate::metrics::{MetricsRegistry, OPENMETRICS_CONTENT_TYPE};
 
 /// Readiness component owned by the webhook server: set once the TLS listener is bound with a
 /// valid certificate, cleared when it shuts down.
@@ -73,19 +72,12 @@ impl Readiness {
     }
 }
 
-#[derive(Clone)]
-struct HealthState {
-    readiness: Readiness,
-    metrics: Arc<MetricsRegistry>,
-}
-
-/// The probe and metrics router.
-pub fn health_router(readiness: Readiness, metrics: Arc<MetricsRegistry>) -> Router {
+/// The probe router.
+pub fn health_router(readiness: Readiness) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics_text))
-        .with_state(HealthState { readiness, metrics })
+        .with_state(readiness)
 }
 
 async fn healthz() -> &'static str {
@@ -93,8 +85,8 @@ async fn healthz() -> &'static str {
 }
 
 /// Lists components like the API server's verbose `/readyz`: `[+]name ok` / `[-]name not ready`.
-async fn readyz(State(state): State<HealthState>) -> Response {
-    let components = state.readiness.components();
+async fn readyz(State(readiness): State<Readiness>) -> Response {
+    let components = readiness.components();
     let mut body = String::new();
     for (name, ready) in &components {
         if *ready {
@@ -103,19 +95,12 @@ async fn readyz(State(state): State<HealthState>) -> Response {
             body.push_str(&format!("[-]{name} not ready\n"));
         }
     }
-    if state.readiness.is_ready() {
+    if readiness.is_ready() {
         body.push_str("readyz check passed\n");
         (StatusCode::OK, body).into_response()
     } else {
         body.push_str("readyz check failed\n");
         (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
-    }
-}
-
-async fn metrics_text(State(state): State<HealthState>) -> Response {
-    match state.metrics.encode() {
-        Ok(text) => ([(header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)], text).into_response(),
-        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "cannot encode metrics\n").into_response(),
     }
 }
 
@@ -142,7 +127,7 @@ mod tests {
     #[tokio::test]
     async fn readyz_waits_for_every_component() {
         let readiness = Readiness::new(["stores"]);
-        let router = health_router(readiness.clone(), Arc::new(MetricsRegistry::new()));
+        let router = health_router(readiness.clone());
         readiness.require(WEBHOOK_COMPONENT);
 
         assert_eq!(
@@ -178,18 +163,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn healthz_and_metrics() {
-        let metrics = Arc::new(MetricsRegistry::new());
-        let router = health_router(Readiness::default(), metrics);
+    async fn healthz_is_served_and_metrics_are_not() {
+        let router = health_router(Readiness::default());
         assert_eq!(
             get_text(&router, "/healthz").await,
             (StatusCode::OK, "ok".to_owned())
         );
-        let (status, text) = get_text(&router, "/metrics").await;
-        assert_eq!(status, StatusCode::OK);
-        assert!(
-            text.contains("kuota_webhook_certificate_not_after_seconds 0\n"),
-            "{text}"
-        );
+        assert_eq!(get_text(&router, "/metrics").await.0, StatusCode::NOT_FOUND);
     }
 }

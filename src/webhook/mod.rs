@@ -1,12 +1,14 @@
 //! The admission and conversion webhook: an HTTPS server (axum + rustls) that answers the API
-//! server's AdmissionReview and ConversionReview calls, plus a plain-HTTP port for probes and
-//! metrics.
+//! server's AdmissionReview and ConversionReview calls, plus a plain-HTTP port for probes; and
+//! the HTTPS metrics server, behind TokenReview and SubjectAccessReview as Kueue's.
 //!
 //! The server knows nothing about jobs or queues. What to do with a request is decided by an
 //! [`AdmissionHandler`] (which also lists the paths it serves) and, for `/convert`, by a
 //! [`Converter`].
 
 pub mod health;
+pub mod metrics_auth;
+pub mod metrics_server;
 pub mod review;
 pub mod router;
 pub mod server;
@@ -20,6 +22,10 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use serde_json::Value;
 
 pub use health::{Readiness, WEBHOOK_COMPONENT, health_router};
+pub use metrics_auth::{ApiServerReviewer, MetricsAuthorizer};
+pub use metrics_server::{
+    MetricsCertSource, MetricsServerError, MetricsServerHandle, metrics_cert_source, serve_metrics,
+};
 pub use router::{CONVERT_PATH, RequestLimits, WebhookState, router};
 pub use server::{ServerError, ServerHandle, TlsSource, WebhookServerConfig, serve};
 

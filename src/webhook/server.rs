@@ -39,7 +39,7 @@ pub enum TlsSource {
 pub struct WebhookServerConfig {
     /// HTTPS address for the API server's calls (port 0 picks a free port).
     pub listen_address: SocketAddr,
-    /// Plain-HTTP address for `/healthz`, `/readyz` and `/metrics` (port 0 picks a free port).
+    /// Plain-HTTP address for `/healthz` and `/readyz` (port 0 picks a free port).
     pub health_listen_address: SocketAddr,
     /// The serving certificate.
     pub tls: TlsSource,
@@ -176,7 +176,7 @@ pub async fn serve(
     );
 
     let (health_stop, health_stopped) = oneshot::channel::<()>();
-    let health_app = health_router(readiness.clone(), metrics);
+    let health_app = health_router(readiness.clone());
     let health_task = tokio::spawn(async move {
         axum::serve(health_listener, health_app)
             .with_graceful_shutdown(async {
@@ -225,7 +225,7 @@ impl ServerHandle {
         self.webhook_address
     }
 
-    /// The bound probe and metrics address.
+    /// The bound probe address.
     pub fn health_address(&self) -> SocketAddr {
         self.health_address
     }

@@ -217,6 +217,15 @@ impl Queues {
         self.location.contains_key(key)
     }
 
+    /// Whether a pending workload is parked as inadmissible (until something changes), rather
+    /// than active or in backoff; false for a workload that is not pending.
+    pub fn is_inadmissible(&self, key: &str) -> bool {
+        self.location
+            .get(key)
+            .and_then(|cq| self.queues.get(cq))
+            .is_some_and(|queue| queue.inadmissible.contains_key(key))
+    }
+
     /// The ClusterQueue a pending workload sits in (active, parked or in backoff).
     pub fn cluster_queue_of(&self, key: &str) -> Option<&str> {
         self.location.get(key).map(String::as_str)

@@ -370,10 +370,12 @@ while [ $# -gt 0 ]; do
 done
 webhook={webhook}
 exec "{binary}" --kubeconfig "$kubeconfig" serve --webhook-url "https://127.0.0.1:$webhook" \
-  --webhook-port "$webhook" --health-probe-addr 127.0.0.1:{health} --no-leader-elect 2>>"{log}"
+  --webhook-port "$webhook" --health-probe-addr 127.0.0.1:{health} \
+  --metrics-addr 127.0.0.1:{metrics} --no-leader-elect 2>>"{log}"
 "#,
         webhook = crate::free_port().unwrap_or(9443),
         health = crate::free_port().unwrap_or(8081),
+        metrics = crate::free_port().unwrap_or(8443),
         binary = binary.display(),
         log = log.display(),
     )

@@ -411,7 +411,7 @@ impl ControlPlane {
             Err(kube::Error::Api(status)) if status.code == 409 => {}
             Err(err) => return Err(err.into()),
         }
-        let (webhook_port, health_port) = (free_port()?, free_port()?);
+        let (webhook_port, health_port, metrics_port) = (free_port()?, free_port()?, free_port()?);
         let mut args = vec![
             "--kubeconfig".to_string(),
             self.kubeconfig.display().to_string(),
@@ -423,6 +423,8 @@ impl ControlPlane {
             format!("https://127.0.0.1:{webhook_port}"),
             "--health-probe-addr".to_string(),
             format!("127.0.0.1:{health_port}"),
+            "--metrics-addr".to_string(),
+            format!("127.0.0.1:{metrics_port}"),
             "--namespace".to_string(),
             KUOTA_NAMESPACE.to_string(),
         ]);
@@ -443,6 +445,7 @@ impl ControlPlane {
             process,
             webhook_port,
             health_port,
+            metrics_port,
         })
     }
 
@@ -464,17 +467,14 @@ pub struct KuotaProcess {
     pub process: process::Supervised,
     pub webhook_port: u16,
     pub health_port: u16,
+    /// The HTTPS `/metrics` port (bearer token required).
+    pub metrics_port: u16,
 }
 
 impl KuotaProcess {
     /// The log file of the process.
     pub fn log(&self) -> &Path {
         &self.process.log
-    }
-
-    /// Prometheus metrics text from the probe port.
-    pub fn metrics(&self) -> Option<String> {
-        http_get(self.health_port, "/metrics")
     }
 }
 

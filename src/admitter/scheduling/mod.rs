@@ -10,6 +10,7 @@
 
 pub mod cluster_state;
 mod dispatch;
+mod local_queue_metrics;
 mod overlay;
 mod pending_budget;
 mod planner;
@@ -46,6 +47,7 @@ use crate::quota::model::{self};
 use crate::quota::{Decision, PendingReason};
 use crate::stores::{Stores, StoresNotReady};
 use dispatch::{Dispatcher, Finished, UpdateKind};
+use local_queue_metrics::{LocalQueueSelection, local_queue_gauges, pending_by_local_queue};
 pub use overlay::Overlay;
 use pending_budget::PendingBudget;
 pub use planner::{Plan, Planner};
@@ -108,6 +110,7 @@ struct Scheduler {
     dispatcher: Dispatcher,
     metrics: AdmitterMetrics,
     role: ReplicaRole,
+    local_queue_selection: LocalQueueSelection,
     statuses: watch::Sender<DesiredStatuses>,
     known_cluster_queues: BTreeSet<String>,
     pending_budget: PendingBudget<Update>,
@@ -129,6 +132,7 @@ impl Scheduler {
             dispatcher: Dispatcher::new(applier),
             metrics,
             role,
+            local_queue_selection: LocalQueueSelection::from_config(config),
             statuses,
             known_cluster_queues: BTreeSet::new(),
             pending_budget: PendingBudget::default(),
@@ -260,6 +264,11 @@ impl Scheduler {
 
     fn run_cycle(&mut self, stores: &Stores, now: Timestamp) {
         let state = ClusterState::read(stores);
+        // Before the decisions, whose writes count admissions and evictions per LocalQueue.
+        let exposed = self.local_queue_selection.exposed(&state.local_queues);
+        self.metrics
+            .local_queues
+            .expose_only(exposed.clone(), self.role);
         let Plan {
             objects,
             converted,
@@ -315,7 +324,7 @@ impl Scheduler {
                 },
             );
         }
-        self.publish_statuses(&state, &converted, &snapshot, now);
+        self.publish_statuses(&state, &converted, &snapshot, &exposed, now);
     }
 
     fn attempt(&self, result: &'static str) {
@@ -470,6 +479,7 @@ impl Scheduler {
         state: &ClusterState,
         converted: &Converted,
         snapshot: &crate::quota::Snapshot,
+        exposed_local_queues: &BTreeSet<(String, String)>,
         now: Timestamp,
     ) {
         let flavors: BTreeSet<String> = state
@@ -528,6 +538,11 @@ impl Scheduler {
         for local_queue in waiting {
             *pending_per_queue.entry(local_queue).or_default() += 1;
         }
+        let pending_for_metrics = if exposed_local_queues.is_empty() {
+            BTreeMap::new()
+        } else {
+            pending_by_local_queue(converted, &self.planner.queues)
+        };
         for local_queue in &state.local_queues {
             let reference = LocalQueueRef::new(
                 &local_queue.namespace().unwrap_or_default(),
@@ -543,6 +558,20 @@ impl Scheduler {
                 pending: pending_per_queue.get(&reference).copied().unwrap_or(0),
             };
             let status = queue_status::local_queue_status(local_queue, &facts, now);
+            if exposed_local_queues.contains(&(reference.namespace.clone(), reference.name.clone()))
+            {
+                let pending = pending_for_metrics
+                    .get(&reference)
+                    .copied()
+                    .unwrap_or_default();
+                let gauges = local_queue_gauges(&status, facts.cluster_queue, facts.usage, pending);
+                self.metrics.local_queues.report(
+                    &reference.namespace,
+                    &reference.name,
+                    self.role,
+                    &gauges,
+                );
+            }
             desired.local_queues.insert(reference, status);
         }
         self.statuses.send_if_modified(|current| {

@@ -157,7 +157,7 @@ pub fn cluster_queue_metric_status(
 }
 
 /// Every (flavor, resource) the queue declares, flavors in order, resources sorted by name.
-fn declared(cluster_queue: &api::ClusterQueue) -> Vec<(String, Vec<String>)> {
+pub fn declared(cluster_queue: &api::ClusterQueue) -> Vec<(String, Vec<String>)> {
     cluster_queue
         .spec
         .resource_groups

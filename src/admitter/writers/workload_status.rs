@@ -349,6 +349,13 @@ fn queued_wait_seconds(workload: &api::Workload, now: Timestamp) -> f64 {
     now.duration_since(queued).as_secs_f64().max(0.0)
 }
 
+/// The (namespace, name) of the LocalQueue a workload was submitted to.
+fn local_queue_of(workload: &api::Workload) -> Option<(&str, &str)> {
+    let namespace = workload.metadata.namespace.as_deref()?;
+    let name = workload.spec.queue_name.as_deref()?;
+    Some((namespace, name))
+}
+
 /// Name in the workload's `priorityClassRef`, empty without one.
 fn priority_class(workload: &api::Workload) -> String {
     workload
@@ -485,6 +492,15 @@ impl Applier {
         match update {
             Update::Admit { admission, .. } => {
                 let wait = queued_wait_seconds(before, now);
+                if let Some((namespace, local_queue)) = local_queue_of(written) {
+                    self.metrics.local_queues.admitted(
+                        namespace,
+                        local_queue,
+                        &priority_class,
+                        self.role,
+                        wait,
+                    );
+                }
                 self.metrics.admitted(
                     &PriorityLabels {
                         cluster_queue: admission.cluster_queue.clone(),
@@ -536,6 +552,15 @@ impl Applier {
                     .reservation()
                     .map(|admission| admission.cluster_queue.clone())
                     .unwrap_or_default();
+                if let Some((namespace, local_queue)) = local_queue_of(before) {
+                    self.metrics.local_queues.evicted(
+                        namespace,
+                        local_queue,
+                        evicted_reason,
+                        &priority_class,
+                        self.role,
+                    );
+                }
                 self.metrics
                     .evicted_workloads
                     .get_or_create(&EvictionLabels {

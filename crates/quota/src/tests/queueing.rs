@@ -282,12 +282,15 @@ fn parked_workloads_wait_for_a_change() {
             inadmissible: 1
         }
     );
+    assert!(queues.is_inadmissible("ns/big"));
+    assert!(!queues.is_inadmissible("ns/small"));
     assert!(!queues.has_work(ts(100)));
     assert_eq!(cycle(&busy, &mut queues), vec![]);
 
     // Pushing the same workload again (e.g. after a status update) keeps it parked.
     queues.push(wl("big", "cq", 1, 6));
     assert_eq!(cycle(&busy, &mut queues), vec![]);
+    assert!(queues.is_inadmissible("ns/big"));
 
     // "old" finished: the caller rebuilds the snapshot and requeues the queue's cohort tree.
     let freed = snapshot(
@@ -295,6 +298,7 @@ fn parked_workloads_wait_for_a_change() {
         vec![wl("small", "cq", 2, 2).admitted_in("cq", "default", 3)],
     );
     queues.requeue_inadmissible(&freed, RequeueScope::ClusterQueue("cq"));
+    assert!(!queues.is_inadmissible("ns/big"));
     assert!(queues.has_work(ts(100)));
     assert_eq!(
         cycle(&freed, &mut queues),
