@@ -1,14 +1,17 @@
 //! A real Kubernetes control plane for Kuota's tests and local runs: etcd, kube-apiserver,
 //! kube-controller-manager, kube-scheduler and kwok (fake nodes that run pods), all compiled
-//! from pinned Go modules by `build.sh` and started as ordinary processes on loopback ports.
+//! from pinned Go modules by `build.sh` and started as ordinary processes on loopback ports;
+//! and, for tests whose pods must really run, one [`RealNode`] (kubelet and containerd).
 //!
-//! Tests use [`TestCluster::shared`] (one control plane per test binary) and a fresh
-//! [`TestNamespace`] each; `kuota-cluster up` uses [`ControlPlane::start`] directly.
+//! Tests use [`TestCluster::shared`] (one control plane per test binary), a fresh
+//! [`TestNamespace`] each and [`TestCluster::real_node`] when they need it; `kuota-cluster up`
+//! uses [`ControlPlane::start`] directly.
 #![forbid(unsafe_code)]
 
 pub mod kueue_runner;
 mod pki;
 mod process;
+mod real_node;
 
 use std::{
     future::Future,
@@ -39,6 +42,9 @@ use serde::Deserialize as _;
 use serde_json::json;
 
 pub use process::{Supervised, free_port};
+pub use real_node::{
+    Footprint, OciImage, PAUSE_IMAGE, REAL_NODE_NAME, REAL_NODE_TAINT, RealNode, oci_image,
+};
 
 /// Everything that can go wrong while building or running the control plane.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +73,8 @@ pub enum Error {
     Runner(String),
     #[error("timed out after {0:?} waiting for {1}")]
     Timeout(Duration, String),
+    #[error("real node: {0}")]
+    Node(String),
 }
 
 /// A fake node managed by kwok, with labels that ResourceFlavors can target.
@@ -102,6 +110,8 @@ pub const NODES: &[FakeNode] = &[
 pub struct ControlPlane {
     dir: PathBuf,
     bin: PathBuf,
+    pki: pki::Pki,
+    api_port: u16,
     server: String,
     kubeconfig: PathBuf,
     components: Vec<process::Supervised>,
@@ -147,6 +157,8 @@ impl ControlPlane {
         let mut plane = Self {
             dir: dir.clone(),
             bin: bin.clone(),
+            pki: pki.clone(),
+            api_port,
             server,
             kubeconfig: kubeconfig.clone(),
             components: Vec::new(),
@@ -194,7 +206,15 @@ impl ControlPlane {
                 format!("--service-account-issuer=https://127.0.0.1:{api_port}/"),
                 "--service-cluster-ip-range=10.96.0.0/16".into(),
                 "--authorization-mode=RBAC".into(),
-                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition".into(),
+                // kwok nodes are created Ready; the not-ready taint would only delay them.
+                "--disable-admission-plugins=TaintNodesByCondition".into(),
+                // Webhooks and aggregated APIs behind a Service are dialled at a pod's IP, which
+                // the host reaches over the real node's bridge.
+                "--enable-aggregator-routing=true".into(),
+                // For logs and exec on the real node, whose kubelet trusts our CA.
+                format!("--kubelet-client-certificate={}", p(&pki.admin_cert)),
+                format!("--kubelet-client-key={}", p(&pki.admin_key)),
+                "--kubelet-preferred-address-types=InternalIP".into(),
                 "--allow-privileged=true".into(),
                 "--profiling=false".into(),
             ],
@@ -213,7 +233,10 @@ impl ControlPlane {
             &[
                 kc.clone(),
                 "--leader-elect=false".into(),
-                "--controllers=job-controller,garbage-collector-controller,namespace-controller,ttl-after-finished-controller".into(),
+                // Jobs for kwok; Deployments, Service endpoints and service-account tokens for
+                // pods on the real node.
+                "--controllers=job-controller,garbage-collector-controller,namespace-controller,ttl-after-finished-controller,deployment-controller,replicaset-controller,endpoints-controller,endpointslice-controller,serviceaccount-controller,root-ca-certificate-publisher-controller".into(),
+                format!("--root-ca-file={}", pki.ca_cert.display()),
                 "--bind-address=127.0.0.1".into(),
                 "--secure-port=0".into(),
                 "--concurrent-job-syncs=10".into(),
@@ -233,7 +256,8 @@ impl ControlPlane {
             "kwok",
             &[
                 kc,
-                "--manage-all-nodes=true".into(),
+                // Only the fake nodes: the real node's kubelet reports its own status.
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".into(),
                 format!("--config={}", stages.display()),
                 "--cidr=10.244.0.0/16".into(),
                 "--node-ip=10.0.0.1".into(),
@@ -302,6 +326,11 @@ impl ControlPlane {
     /// The apiserver URL, e.g. `https://127.0.0.1:41234`.
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    /// The apiserver's port on loopback.
+    pub fn api_port(&self) -> u16 {
+        self.api_port
     }
 
     /// A kubeconfig file for the admin user (`system:masters`).
@@ -487,9 +516,10 @@ pub fn webhook_client(url: &str, ca_pem: &[u8]) -> WebhookClientConfig {
     }
 }
 
-/// One control plane per test binary, started on first use.
+/// One control plane per test binary, started on first use, and its real node once asked for.
 pub struct TestCluster {
     plane: ControlPlane,
+    real_node: tokio::sync::OnceCell<RealNode>,
 }
 
 static SHARED: tokio::sync::OnceCell<TestCluster> = tokio::sync::OnceCell::const_new();
@@ -511,7 +541,10 @@ impl TestCluster {
                 if let Err(err) = process::remove_after_exit(&dir) {
                     panic!("cannot arrange cleanup of {}: {err}", dir.display());
                 }
-                TestCluster { plane }
+                TestCluster {
+                    plane,
+                    real_node: tokio::sync::OnceCell::new(),
+                }
             })
             .await
     }
@@ -519,6 +552,21 @@ impl TestCluster {
     /// The underlying control plane.
     pub fn plane(&self) -> &ControlPlane {
         &self.plane
+    }
+
+    /// The cluster's real node; the first call starts it. It runs until the test binary exits,
+    /// when its janitor tears it down.
+    ///
+    /// Panics with the reason when it cannot start, like [`TestCluster::shared`].
+    pub async fn real_node(&self) -> &RealNode {
+        self.real_node
+            .get_or_init(|| async {
+                match RealNode::start(&self.plane).await {
+                    Ok(node) => node,
+                    Err(err) => panic!("cannot start the real node: {err}"),
+                }
+            })
+            .await
     }
 
     /// A new client for the calling test.

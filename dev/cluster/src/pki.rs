@@ -10,6 +10,9 @@ use rcgen::{
 
 use crate::Error;
 
+/// The `kubernetes` Service's ClusterIP: the first address of the apiserver's service range.
+const KUBERNETES_SERVICE_IP: [u8; 4] = [10, 96, 0, 1];
+
 /// Paths of the files written by [`write`].
 #[derive(Clone, Debug)]
 pub struct Pki {
@@ -34,10 +37,19 @@ pub fn write(dir: &Path) -> Result<Pki, Error> {
     let issuer = Issuer::new(ca_params, ca_key);
 
     let serving_key = KeyPair::generate()?;
-    let mut serving = CertificateParams::new(vec!["localhost".to_string()])?;
-    serving
-        .subject_alt_names
-        .push(SanType::IpAddress([127, 0, 0, 1].into()));
+    // In-cluster clients dial the `kubernetes` Service: its ClusterIP and DNS names.
+    let mut serving = CertificateParams::new(vec![
+        "localhost".to_string(),
+        "kubernetes".to_string(),
+        "kubernetes.default".to_string(),
+        "kubernetes.default.svc".to_string(),
+        "kubernetes.default.svc.cluster.local".to_string(),
+    ])?;
+    for ip in [[127, 0, 0, 1], KUBERNETES_SERVICE_IP] {
+        serving
+            .subject_alt_names
+            .push(SanType::IpAddress(ip.into()));
+    }
     serving.distinguished_name = name("kube-apiserver", None);
     serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let serving_cert = serving.signed_by(&serving_key, &issuer)?;

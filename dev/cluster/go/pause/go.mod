@@ -1,0 +1,3 @@
+module kuota.test/pause
+
+go 1.26
