@@ -29,7 +29,7 @@ use pretty_assertions::assert_eq;
 use serde::Deserialize;
 use serde_json::Value;
 
-use common::dev_tools::{dev_script, kueue_module};
+use common::dev_tools::dev_script;
 
 /// The prefix of every object name, as a Helm expression.
 const FULLNAME: &str = r#"{{ include "kueue.fullname" . }}"#;
@@ -360,7 +360,7 @@ const UNRENDERED: [&str; 1] = ["kueueViz."];
 
 #[test]
 fn every_value_of_kueues_chart_is_taken() {
-    let theirs = values(&kueue_module().join("charts/kueue/values.yaml"));
+    let theirs = values(&dev_script("dev/kueue/module.sh", &[]).join("charts/kueue/values.yaml"));
     let ours = values(&repo("charts/kuota/values.yaml"));
     let listed = deliberate_chart_differences();
     let mut found = BTreeMap::new();
@@ -425,7 +425,7 @@ fn template_text(dir: &Path) -> String {
 
 #[test]
 fn kueues_own_chart_values_render_and_their_configuration_loads() {
-    let values = kueue_module().join("charts/kueue/values.yaml");
+    let values = dev_script("dev/kueue/module.sh", &[]).join("charts/kueue/values.yaml");
     let values = values.to_str().expect("UTF-8 path");
     let objects = rendered("kueue", "kueue-system", &["--values", values]);
     let config = object(&objects, "ConfigMap", "kueue-manager-config");

@@ -27,10 +27,10 @@ use pretty_assertions::assert_eq;
 use serde::Deserialize;
 use serde_json::Value;
 
-use common::dev_tools::kueue_module;
+use common::dev_tools::dev_script;
 
 fn kueue_crds() -> BTreeMap<String, CustomResourceDefinition> {
-    let dir = kueue_module().join("config/components/crd/bases");
+    let dir = dev_script("dev/kueue/module.sh", &[]).join("config/components/crd/bases");
     let mut crds = BTreeMap::new();
     for entry in std::fs::read_dir(&dir).expect("Kueue's CRD bases") {
         let path = entry.expect("dir entry").path();
@@ -320,7 +320,8 @@ fn webhook_facts(configuration: &Value, url_prefix: &str) -> BTreeMap<String, St
 }
 
 fn kueue_webhooks() -> BTreeMap<String, String> {
-    let path = kueue_module().join("config/components/webhook/manifests.yaml");
+    let path =
+        dev_script("dev/kueue/module.sh", &[]).join("config/components/webhook/manifests.yaml");
     let text = std::fs::read_to_string(&path).expect("Kueue's webhook manifests");
     let mut webhooks = BTreeMap::new();
     for document in serde_yaml::Deserializer::from_str(&text) {

@@ -1,5 +1,5 @@
 //! The repository's dev scripts that build or fetch pinned tools (`dev/*/build.sh`,
-//! `dev/kueue/module.sh`), run from tests: each prints one path.
+//! `dev/kueue/module.sh` for the pinned Kueue release), run from tests: each prints one path.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,9 +18,4 @@ pub fn dev_script(script: &str, args: &[&str]) -> PathBuf {
         String::from_utf8_lossy(&output.stderr)
     );
     PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
-}
-
-/// The pinned Kueue release's directory in the Go module cache, fetched when missing.
-pub fn kueue_module() -> PathBuf {
-    dev_script("dev/kueue/module.sh", &[])
 }
