@@ -1,5 +1,7 @@
-# Multi-stage build: a static binary on an empty base, running as a non-root user, no shell.
-FROM rust:1.95-bookworm AS build
+# Multi-stage build: a static musl binary on an empty base, running as a non-root user, no shell.
+# dev/image/build.sh builds the same image without a container engine; tests/image.rs holds the
+# two to one cargo command, user, entrypoint, command, ports and labels.
+FROM rust:1.95.0-bookworm AS build
 RUN rustup target add x86_64-unknown-linux-musl && apt-get update && apt-get install -y --no-install-recommends musl-tools && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
@@ -15,6 +17,11 @@ RUN cargo build --release --locked --bin kuota --target x86_64-unknown-linux-mus
 
 FROM scratch
 COPY --from=build /src/target/x86_64-unknown-linux-musl/release/kuota /kuota
+LABEL org.opencontainers.image.title="kuota" \
+      org.opencontainers.image.description="Kubernetes-native job queueing and quota admission, a drop-in for Kueue's API" \
+      org.opencontainers.image.licenses="Apache-2.0"
 USER 65532:65532
+# Kueue's manager ports: webhook, metrics, health probes.
+EXPOSE 9443 8443 8081
 ENTRYPOINT ["/kuota"]
 CMD ["serve"]
