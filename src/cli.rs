@@ -59,6 +59,10 @@ pub enum Command {
     Crds(CrdsArgs),
     /// Write a CA and a webhook serving certificate for development.
     Certs(CertsArgs),
+    /// Remove Kuota's `kueue.x-k8s.io/resource-in-use` finalizer from every ClusterQueue,
+    /// ResourceFlavor and Workload, so that uninstalling can delete their CRDs once the
+    /// controller, which would remove it, is gone (the chart's pre-delete hook runs it).
+    ReleaseFinalizers,
     /// Print the version.
     Version,
 }
@@ -158,7 +162,10 @@ impl Cli {
             feature_gates_flag: self.feature_gates.clone(),
             overrides: match &self.command {
                 Command::Serve(serve) => serve.overrides(),
-                Command::Crds(_) | Command::Certs(_) | Command::Version => Overrides::default(),
+                Command::Crds(_)
+                | Command::Certs(_)
+                | Command::ReleaseFinalizers
+                | Command::Version => Overrides::default(),
             },
             ..LoadOptions::from_environment()
         }

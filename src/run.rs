@@ -54,6 +54,13 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             );
             Ok(())
         }
+        Command::ReleaseFinalizers => {
+            let runtime = tokio::runtime::Runtime::new()?;
+            let released =
+                runtime.block_on(crate::serve::release_finalizers(cli.kubeconfig.as_deref()))?;
+            eprintln!("released the resource-in-use finalizer of {released} objects");
+            Ok(())
+        }
         Command::Serve(args) => {
             let config = cli.load_config()?;
             let runtime = tokio::runtime::Runtime::new()?;

@@ -237,6 +237,30 @@ async fn run_servers(
     webhook.and(metrics)
 }
 
+/// Removes Kuota's resource-in-use finalizer from every ClusterQueue, ResourceFlavor and
+/// Workload; returns how many objects it changed.
+pub async fn release_finalizers(kubeconfig: Option<&std::path::Path>) -> Result<usize, ServeError> {
+    use crate::api::{constants::RESOURCE_IN_USE_FINALIZER, v1beta2};
+    use crate::k8s::finalizers::release;
+    let client = client(kubeconfig).await?;
+    let workloads = release(
+        &Api::<v1beta2::Workload>::all(client.clone()),
+        |workload| Api::namespaced(client.clone(), &workload.namespace().unwrap_or_default()),
+        RESOURCE_IN_USE_FINALIZER,
+    )
+    .await?;
+    let cluster_queues = Api::<v1beta2::ClusterQueue>::all(client.clone());
+    let cluster_queues = release(
+        &cluster_queues,
+        |_| cluster_queues.clone(),
+        RESOURCE_IN_USE_FINALIZER,
+    )
+    .await?;
+    let flavors = Api::<v1beta2::ResourceFlavor>::all(client.clone());
+    let flavors = release(&flavors, |_| flavors.clone(), RESOURCE_IN_USE_FINALIZER).await?;
+    Ok(workloads + cluster_queues + flavors)
+}
+
 async fn client(kubeconfig: Option<&std::path::Path>) -> Result<Client, ServeError> {
     let config = match kubeconfig {
         Some(path) => {

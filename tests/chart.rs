@@ -201,6 +201,7 @@ fn the_source_documents_values_render_kueues_objects() {
         "ClusterRoleBinding kueue-metrics-auth-rolebinding",
         "ConfigMap kueue-system/kueue-manager-config",
         "Deployment kueue-system/kueue-controller-manager",
+        "Job kueue-system/kueue-release-finalizers",
         "MutatingWebhookConfiguration kueue-mutating-webhook-configuration",
         "Role kueue-system/kueue-leader-election-role",
         "Role kueue-system/kueue-manager-secrets-role",

@@ -6,6 +6,7 @@ pub mod conditions;
 pub mod duration;
 pub mod events;
 pub mod field;
+pub mod finalizers;
 pub mod json;
 pub mod leader;
 pub mod names;
