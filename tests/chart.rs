@@ -10,6 +10,7 @@
 //!   rendered by a template or turns on a part Kuota does not have, which fails by name.
 
 mod common {
+    pub mod deliberate;
     pub mod dev_tools;
 }
 
@@ -29,6 +30,7 @@ use pretty_assertions::assert_eq;
 use serde::Deserialize;
 use serde_json::Value;
 
+use common::deliberate::listed;
 use common::dev_tools::dev_script;
 
 /// The prefix of every object name, as a Helm expression.
@@ -341,17 +343,11 @@ fn values(path: &Path) -> BTreeMap<String, serde_yaml::Value> {
     leaves
 }
 
-/// `(key, reason)` rows of the chart's deliberate differences from Kueue's chart.
-fn deliberate_chart_differences() -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(repo("dev/kueue/deliberate-chart-differences.tsv"))
-        .expect("the table of deliberate chart differences");
-    text.lines()
-        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
-        .map(|line| {
-            let (key, reason) = line.split_once('\t').expect("key<TAB>reason");
-            assert!(!reason.trim().is_empty(), "a reason: {line:?}");
-            (key.to_owned(), reason.to_owned())
-        })
+/// The keys listed in the chart's table of deliberate differences from Kueue's chart values.
+fn deliberate_chart_differences() -> BTreeSet<String> {
+    listed("dev/kueue/deliberate-chart-differences.tsv", 1)
+        .into_iter()
+        .map(|mut row| row.remove(0))
         .collect()
 }
 
@@ -381,7 +377,7 @@ fn every_value_of_kueues_chart_is_taken() {
     }
     let unlisted: BTreeMap<_, _> = found
         .iter()
-        .filter(|(key, _)| !listed.contains_key(*key))
+        .filter(|(key, _)| !listed.contains(*key))
         .collect();
     assert_eq!(
         unlisted,
@@ -389,7 +385,7 @@ fn every_value_of_kueues_chart_is_taken() {
         "differences from Kueue's values not listed"
     );
     let stale: Vec<_> = listed
-        .keys()
+        .iter()
         .filter(|key| !found.contains_key(*key))
         .collect();
     assert_eq!(

@@ -48,6 +48,22 @@ fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// Prints what `kubectl` says with `what`, and the controller's log, then fails with `error`.
+fn fail_with(
+    kubectl: &impl Fn(&[&str]) -> Output,
+    what: &[&str],
+    error: impl std::fmt::Display,
+) -> ! {
+    kubectl(what);
+    kubectl(&[
+        "logs",
+        "-n",
+        "kueue-system",
+        "deploy/kueue-controller-manager",
+    ]);
+    panic!("{error}")
+}
+
 /// Values that put the controller on the real node with the image imported there.
 fn placement_values(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("placement.yaml");
@@ -126,14 +142,7 @@ async fn the_source_documents_install_steps_run_kuota_in_a_pod() {
     })
     .await
     .unwrap_or_else(|error| {
-        kubectl(&["describe", "pods", "-n", "kueue-system"]);
-        kubectl(&[
-            "logs",
-            "-n",
-            "kueue-system",
-            "deploy/kueue-controller-manager",
-        ]);
-        panic!("{error}")
+        fail_with(&kubectl, &["describe", "pods", "-n", "kueue-system"], error)
     });
     let ready_after = started.elapsed();
     let deploy = kubectl(&["get", "deploy", "-n", "kueue-system"]);
@@ -176,27 +185,18 @@ async fn the_source_documents_install_steps_run_kuota_in_a_pod() {
     let created = kubectl(&["create", "-f", jobs_file.to_str().expect("UTF-8")]);
     assert_success(&created);
     let jobs: Api<Job> = Api::all(client.clone());
-    let first_admitted = Instant::now();
+    let jobs_created = Instant::now();
     eventually(WAIT, "every sample Job completes", || async {
         jobs.list(&ListParams::default().labels("kueue.x-k8s.io/queue-name"))
             .await
             .is_ok_and(|list| !list.items.is_empty() && list.items.iter().all(job_is_complete))
     })
     .await
-    .unwrap_or_else(|error| {
-        kubectl(&["get", "workloads", "-A"]);
-        kubectl(&[
-            "logs",
-            "-n",
-            "kueue-system",
-            "deploy/kueue-controller-manager",
-        ]);
-        panic!("{error}")
-    });
+    .unwrap_or_else(|error| fail_with(&kubectl, &["get", "workloads", "-A"], error));
     eprintln!(
         "helm install to ready: {:.1}s; sample jobs created to all complete: {:.1}s",
         ready_after.as_secs_f64(),
-        first_admitted.elapsed().as_secs_f64()
+        jobs_created.elapsed().as_secs_f64()
     );
 
     let missing = kubectl(&[

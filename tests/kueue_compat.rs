@@ -12,11 +12,11 @@
 //! A row whose field path ends in `**` covers that field and everything under it.
 
 mod common {
+    pub mod deliberate;
     pub mod dev_tools;
 }
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use k8s_openapi::api::admissionregistration::v1::WebhookClientConfig;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
@@ -27,6 +27,7 @@ use pretty_assertions::assert_eq;
 use serde::Deserialize;
 use serde_json::Value;
 
+use common::deliberate::listed;
 use common::dev_tools::dev_script;
 
 fn kueue_crds() -> BTreeMap<String, CustomResourceDefinition> {
@@ -225,20 +226,9 @@ fn columns(version: &CustomResourceDefinitionVersion) -> String {
 
 /// `(plural, version, aspect)` of each listed difference.
 fn deliberate_differences() -> BTreeSet<(String, String, String)> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("dev/kueue/deliberate-differences.tsv");
-    let text = std::fs::read_to_string(&path).expect("the table of deliberate differences");
-    text.lines()
-        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
-        .map(|line| {
-            let fields: Vec<&str> = line.split('\t').collect();
-            assert_eq!(fields.len(), 4, "four tab-separated fields: {line:?}");
-            assert!(!fields[3].trim().is_empty(), "a reason: {line:?}");
-            (
-                fields[0].to_owned(),
-                fields[1].to_owned(),
-                fields[2].to_owned(),
-            )
-        })
+    listed("dev/kueue/deliberate-differences.tsv", 3)
+        .into_iter()
+        .map(|row| (row[0].clone(), row[1].clone(), row[2].clone()))
         .collect()
 }
 

@@ -8,6 +8,10 @@
 //! `dev/kueue/deliberate-config-differences.tsv` or `dev/kueue/deliberate-metric-differences.tsv`;
 //! a listed difference that no longer exists fails too.
 
+mod common {
+    pub mod deliberate;
+}
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
@@ -20,6 +24,8 @@ use kuota::metrics::{
     RequestResult,
 };
 use pretty_assertions::assert_eq;
+
+use common::deliberate::listed;
 use serde_json::{Map, Value, json};
 
 /// The oracle's JSON answer to `command`, building the oracle first when it is not cached.
@@ -46,28 +52,6 @@ fn oracle(command: &str) -> Value {
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).expect("the oracle prints JSON")
-}
-
-/// The rows of a table of deliberate differences: the first `keys` tab-separated fields of each
-/// row, which must also give a non-empty reason after them.
-fn listed(table: &str, keys: usize) -> Vec<Vec<String>> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(table);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{table}: {error}"));
-    text.lines()
-        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
-        .map(|line| {
-            let fields: Vec<&str> = line.split('\t').collect();
-            assert_eq!(fields.len(), keys + 1, "{table}: fields of {line:?}");
-            assert!(
-                !fields[keys].trim().is_empty(),
-                "{table}: a reason: {line:?}"
-            );
-            fields[..keys]
-                .iter()
-                .map(|field| field.to_string())
-                .collect()
-        })
-        .collect()
 }
 
 /// Fails on each found difference that is not listed and on each listed one not found.

@@ -21,7 +21,7 @@ pub const ROOTS: [&str; 2] = [
 ];
 
 /// The committed table of markers.
-pub const MARKERS_JSON: &str = include_str!("kubernetes_markers.json");
+const MARKERS_JSON: &str = include_str!("kubernetes_markers.json");
 
 /// Pattern of a resource quantity, as the API server's CRD schemas for `resource.Quantity` have it.
 pub const QUANTITY_PATTERN: &str = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$";
