@@ -7,7 +7,8 @@
 //! `--generator FILE --rangespec FILE` (a scenario of your own), `--repeats N`,
 //! `--only kuota|kueue`, `--timeout SECONDS` (the runner's, default 900), `--out FILE` (the
 //! Markdown file whose section for the scenario is replaced, default `BENCHMARKS.md`;
-//! `--out -` prints only).
+//! `--out -` prints only), `--kuota-webhooks` (Kuota with its admission webhooks registered;
+//! by default it runs admitter-only, as minimalkueue runs without Kueue's webhooks).
 
 use std::{
     error::Error,
@@ -27,6 +28,7 @@ struct Options {
     only: Option<String>,
     timeout: Duration,
     out: String,
+    kuota_webhooks: bool,
 }
 
 fn options() -> BenchResult<Options> {
@@ -38,6 +40,7 @@ fn options() -> BenchResult<Options> {
         only: None,
         timeout: Duration::from_secs(900),
         out: "BENCHMARKS.md".to_owned(),
+        kuota_webhooks: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -52,6 +55,7 @@ fn options() -> BenchResult<Options> {
             "--only" => options.only = Some(value()?),
             "--timeout" => options.timeout = Duration::from_secs(value()?.parse()?),
             "--out" => options.out = value()?,
+            "--kuota-webhooks" => options.kuota_webhooks = true,
             other => return Err(format!("unknown flag {other}").into()),
         }
     }
@@ -88,6 +92,7 @@ fn main() -> BenchResult<()> {
         Admitter::Kuota {
             binary: PathBuf::from(env!("CARGO_BIN_EXE_kuota")),
             crds: repo.join("manifests/crds"),
+            admission_webhooks: options.kuota_webhooks,
         },
         Admitter::Kueue,
     ]
@@ -160,6 +165,22 @@ fn class_tta(outcome: &Outcome, class: &str) -> f64 {
         .map_or(f64::NAN, |c| {
             lossless(c.average_time_to_admission_ms) / 1000.0
         })
+}
+
+/// The flags after `--` that rerun this table.
+fn bench_flags(scenario: &str, kuota_webhooks: bool) -> String {
+    let mut flags = Vec::new();
+    if scenario != "baseline" {
+        flags.push(format!("--scenario {scenario}"));
+    }
+    if kuota_webhooks {
+        flags.push("--kuota-webhooks".to_owned());
+    }
+    if flags.is_empty() {
+        String::new()
+    } else {
+        format!(" -- {}", flags.join(" "))
+    }
 }
 
 fn render(
@@ -235,9 +256,14 @@ fn render(
         scenario.name
     ));
     out.push_str(&format!(
-        "`cargo bench --bench kueue_runner{}`: Kueue {}'s runner, unchanged, against each admitter on a fresh envtest control plane (etcd and kube-apiserver built by `dev/cluster/build.sh`); Kueue's side is its minimalkueue. {} run{} each, {}; measured {} on {} cores, {} GiB. With several runs a cell reads min / median / max.\n\n",
-        if scenario.name == "baseline" { String::new() } else { format!(" -- --scenario {}", scenario.name) },
+        "`cargo bench --bench kueue_runner{}`: Kueue {}'s runner, unchanged, against each admitter on a fresh envtest control plane (etcd and kube-apiserver built by `dev/cluster/build.sh`); Kueue's side is its minimalkueue (no webhooks), Kuota's is `kuota serve` {}. {} run{} each, {}; measured {} on {} cores, {} GiB. With several runs a cell reads min / median / max.\n\n",
+        bench_flags(&scenario.name, options.kuota_webhooks),
         tools.kueue_version,
+        if options.kuota_webhooks {
+            "with its admission webhooks registered: every Workload create and status write also passes through them"
+        } else {
+            "`--admitter-only` (no admission webhook in the API server's path, like for like)"
+        },
         options.repeats,
         if options.repeats == 1 { "" } else { "s" },
         names.join(" then "),

@@ -75,6 +75,12 @@ pub struct ServeArgs {
     #[arg(long, env = "KUOTA_WEBHOOK_URL", value_name = "URL", value_parser = parse_webhook_url)]
     pub webhook_url: Option<Uri>,
 
+    /// With `--webhook-url`: register only the CRD conversion, not the admission webhooks, so
+    /// that no admission webhook is in the API server's request path. The admitter then runs
+    /// alone, as Kueue's minimalkueue does; the scheduler benchmark compares the two this way.
+    #[arg(long, env = "KUOTA_ADMITTER_ONLY", requires = "webhook_url")]
+    pub admitter_only: bool,
+
     /// Webhook server port (`webhook.port`).
     #[arg(long, env = "KUOTA_WEBHOOK_PORT", value_name = "PORT")]
     pub webhook_port: Option<u16>,
@@ -280,6 +286,24 @@ mod tests {
             let error = parse_error(&["kuota", "serve", "--webhook-url", url]);
             assert!(error.contains(message), "{url}: {error}");
         }
+    }
+
+    #[test]
+    fn admitter_only_needs_a_webhook_url() {
+        let error = parse_error(&["kuota", "serve", "--admitter-only"]);
+        assert!(error.contains("--webhook-url <URL>"), "{error}");
+        let Command::Serve(serve) = parse(&[
+            "kuota",
+            "serve",
+            "--webhook-url",
+            "https://127.0.0.1:9443",
+            "--admitter-only",
+        ])
+        .command
+        else {
+            panic!("expected serve");
+        };
+        assert!(serve.admitter_only);
     }
 
     #[test]

@@ -67,7 +67,12 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             runtime.block_on(crate::serve::serve(
                 config,
                 cli.kubeconfig.clone(),
-                args.webhook_url.clone(),
+                args.webhook_url
+                    .clone()
+                    .map(|url| crate::serve::OutOfClusterArgs {
+                        url,
+                        admission_webhooks: !args.admitter_only,
+                    }),
             ))?;
             Ok(())
         }

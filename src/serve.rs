@@ -63,7 +63,7 @@ pub enum ServeError {
 pub async fn serve(
     config: Configuration,
     kubeconfig: Option<PathBuf>,
-    webhook_url: Option<Uri>,
+    out_of_cluster: Option<OutOfClusterArgs>,
 ) -> Result<(), ServeError> {
     let config = Arc::new(config);
     let client = client(kubeconfig.as_deref()).await?;
@@ -74,8 +74,8 @@ pub async fn serve(
     tokio::spawn(drivers.run());
     let readiness = Readiness::new([STORES_COMPONENT]);
 
-    let out_of_cluster = match &webhook_url {
-        Some(url) => Some(OutOfCluster::new(url)?),
+    let out_of_cluster = match &out_of_cluster {
+        Some(args) => Some(OutOfCluster::new(args)?),
         None => None,
     };
     let (tls, listen, rotation) = match &out_of_cluster {
@@ -296,11 +296,21 @@ async fn shutdown_signal() {
     let _ = ctrl_c.await;
 }
 
+/// How `kuota serve` runs out of cluster (`--webhook-url`, `--admitter-only`).
+#[derive(Clone, Debug)]
+pub struct OutOfClusterArgs {
+    /// The HTTPS base URL at which the API server reaches this process.
+    pub url: Uri,
+    /// Whether the admission webhook configurations are registered (the CRD conversion always is).
+    pub admission_webhooks: bool,
+}
+
 /// Development mode: the webhook runs outside the cluster at a URL the API server can reach;
 /// our webhook configurations and CRD conversion are registered with that URL and removed again
 /// on a clean shutdown.
 struct OutOfCluster {
     url: String,
+    admission_webhooks: bool,
     listen: SocketAddr,
     ca_pem: String,
     cert_pem: String,
@@ -308,7 +318,8 @@ struct OutOfCluster {
 }
 
 impl OutOfCluster {
-    fn new(url: &Uri) -> Result<Self, ServeError> {
+    fn new(args: &OutOfClusterArgs) -> Result<Self, ServeError> {
+        let url = &args.url;
         let host = url
             .host()
             .ok_or_else(|| ServeError::WebhookUrl(url.clone(), "must name a host"))?;
@@ -328,6 +339,7 @@ impl OutOfCluster {
         let base = url.to_string();
         Ok(Self {
             url: base.trim_end_matches('/').to_string(),
+            admission_webhooks: args.admission_webhooks,
             listen,
             ca_pem: ca.cert_pem().to_string(),
             cert_pem: serving.cert_pem,
@@ -356,14 +368,16 @@ impl OutOfCluster {
     }
 
     async fn register(&self, client: &Client, config: &Configuration) -> Result<(), ServeError> {
-        let params = PatchParams::apply(FIELD_MANAGER).force();
-        let (mutating, validating) = self.configurations(config);
-        let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-        api.patch(&mutating.name_any(), &params, &Patch::Apply(&mutating))
-            .await?;
-        let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-        api.patch(&validating.name_any(), &params, &Patch::Apply(&validating))
-            .await?;
+        if self.admission_webhooks {
+            let params = PatchParams::apply(FIELD_MANAGER).force();
+            let (mutating, validating) = self.configurations(config);
+            let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+            api.patch(&mutating.name_any(), &params, &Patch::Apply(&mutating))
+                .await?;
+            let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+            api.patch(&validating.name_any(), &params, &Patch::Apply(&validating))
+                .await?;
+        }
         let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
         for plural in crds::CONVERTED_PLURALS {
             let name = format!("{plural}.{GROUP}");
@@ -381,17 +395,23 @@ impl OutOfCluster {
                 .patch(&name, &PatchParams::default(), &Patch::Merge(conversion))
                 .await?;
         }
-        tracing::info!(url = %self.url, "registered webhook configurations and CRD conversion");
+        tracing::info!(
+            url = %self.url,
+            admission_webhooks = self.admission_webhooks,
+            "registered CRD conversion and, unless admitter-only, the webhook configurations"
+        );
         Ok(())
     }
 
     async fn unregister(&self, client: &Client, config: &Configuration) {
-        let (mutating, validating) = self.configurations(config);
-        let dp = DeleteParams::default();
-        let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-        let _ = api.delete(&mutating.name_any(), &dp).await;
-        let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-        let _ = api.delete(&validating.name_any(), &dp).await;
+        if self.admission_webhooks {
+            let (mutating, validating) = self.configurations(config);
+            let dp = DeleteParams::default();
+            let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+            let _ = api.delete(&mutating.name_any(), &dp).await;
+            let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+            let _ = api.delete(&validating.name_any(), &dp).await;
+        }
         let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
         for plural in crds::CONVERTED_PLURALS {
             let name = format!("{plural}.{GROUP}");

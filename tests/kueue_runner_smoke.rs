@@ -1,7 +1,7 @@
 //! The benchmark harness keeps working: Kueue's own performance runner (built from the pinned
-//! release) drives a tiny scenario against `kuota serve` and against Kueue's minimalkueue, and
-//! both finish every Workload within Kueue's checker's thresholds. `cargo bench --bench
-//! kueue_runner` runs the real scenarios.
+//! release) drives a tiny scenario against `kuota serve` (with its webhooks, and admitter-only)
+//! and against Kueue's minimalkueue, and each finishes every Workload within Kueue's checker's
+//! thresholds. `cargo bench --bench kueue_runner` runs the real scenarios.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -58,14 +58,20 @@ fn kueues_runner_drives_kuota_and_kueue_through_a_tiny_scenario() {
     let tools = kueue_runner::tools().expect("Kueue's performance tools build");
     let work = tempfile::tempdir().unwrap();
     let scenario = tiny_scenario(work.path());
-    let kuota = Admitter::Kuota {
+    // Kuota both ways: with its webhooks in the API server's path, and admitter-only (what the
+    // bench compares with minimalkueue by default).
+    let kuota = |admission_webhooks| Admitter::Kuota {
         binary: PathBuf::from(env!("CARGO_BIN_EXE_kuota")),
         crds: Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/crds"),
+        admission_webhooks,
     };
-    for admitter in [kuota, Admitter::Kueue] {
-        let dir = work.path().join(admitter.name());
+    for (run, admitter) in [kuota(true), kuota(false), Admitter::Kueue]
+        .into_iter()
+        .enumerate()
+    {
+        let dir = work.path().join(format!("{}-{run}", admitter.name()));
         let outcome = kueue_runner::run(&tools, &admitter, &scenario, &dir)
-            .unwrap_or_else(|error| panic!("{}: {error}", admitter.name()));
+            .unwrap_or_else(|error| panic!("{} (run {run}): {error}", admitter.name()));
         let counts: Vec<(&str, i64)> = outcome
             .summary
             .workload_classes

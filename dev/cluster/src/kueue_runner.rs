@@ -80,8 +80,13 @@ fn script_output(script: &Path) -> Result<String, Error> {
 /// The admitter under test.
 #[derive(Clone, Debug)]
 pub enum Admitter {
-    /// `kuota serve` from this binary, with Kuota's CRDs from this directory.
-    Kuota { binary: PathBuf, crds: PathBuf },
+    /// `kuota serve` from this binary, with Kuota's CRDs from this directory; with its admission
+    /// webhooks registered, or admitter-only (`--admitter-only`, like minimalkueue).
+    Kuota {
+        binary: PathBuf,
+        crds: PathBuf,
+        admission_webhooks: bool,
+    },
     /// Kueue's minimalkueue, with Kueue's CRDs.
     Kueue,
 }
@@ -227,9 +232,14 @@ pub fn run(
 ) -> Result<Outcome, Error> {
     fs::create_dir_all(dir)?;
     let (program, crds, stats_name) = match admitter {
-        Admitter::Kuota { binary, crds } => {
+        Admitter::Kuota {
+            binary,
+            crds,
+            admission_webhooks,
+        } => {
             let wrapper = dir.join("kuota-serve");
-            fs::write(&wrapper, kuota_wrapper(binary, &dir.join("kuota.log")))?;
+            let log = dir.join("kuota.log");
+            fs::write(&wrapper, kuota_wrapper(binary, &log, *admission_webhooks))?;
             set_executable(&wrapper)?;
             (wrapper, crds.clone(), "kuota-serve")
         }
@@ -356,8 +366,9 @@ pub fn check(
 }
 
 /// The runner starts the admitter as `<program> --kubeconfig FILE [flags]`; this script turns
-/// that into `kuota serve`, out of cluster, its webhook on a free loopback port.
-fn kuota_wrapper(binary: &Path, log: &Path) -> String {
+/// that into `kuota serve`, out of cluster, its webhook on a free loopback port (registered
+/// only with `admission_webhooks`).
+fn kuota_wrapper(binary: &Path, log: &Path, admission_webhooks: bool) -> String {
     format!(
         r#"#!/bin/sh
 # Written by kuota-cluster's kueue_runner: the runner's admitter command line to kuota serve.
@@ -371,8 +382,13 @@ done
 webhook={webhook}
 exec "{binary}" --kubeconfig "$kubeconfig" serve --webhook-url "https://127.0.0.1:$webhook" \
   --webhook-port "$webhook" --health-probe-addr 127.0.0.1:{health} \
-  --metrics-addr 127.0.0.1:{metrics} --no-leader-elect 2>>"{log}"
+  --metrics-addr 127.0.0.1:{metrics} --no-leader-elect{admitter_only} 2>>"{log}"
 "#,
+        admitter_only = if admission_webhooks {
+            ""
+        } else {
+            " --admitter-only"
+        },
         webhook = crate::free_port().unwrap_or(9443),
         health = crate::free_port().unwrap_or(8081),
         metrics = crate::free_port().unwrap_or(8443),
