@@ -3,7 +3,7 @@
 //! takes the head of every ClusterQueue, assigns flavors, orders the heads as Kueue does
 //! (classical or fair sharing) and processes them, so later rounds see the quota taken earlier.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::decision::{Decision, EvictionReason, PendingReason, Victim};
@@ -50,6 +50,12 @@ pub fn cycle(snapshot: &Snapshot, queues: &mut Queues) -> Vec<Decision> {
         work.add_cq_usage(cq, &held);
     }
 
+    // ClusterQueues whose head issued preemptions in this cycle: their later heads may still
+    // be admitted where they fit, but do not preempt. Kueue evaluates one head per ClusterQueue
+    // per cycle, and a preemptor stays the head until admitted, so nothing behind it preempts
+    // meanwhile; without this, every later head would see the preemptor's usage on top of its
+    // victims' and preempt more.
+    let mut preempting = BTreeSet::new();
     loop {
         let heads = pop_heads(&work, queues, &mut decisions);
         if heads.is_empty() {
@@ -68,7 +74,8 @@ pub fn cycle(snapshot: &Snapshot, queues: &mut Queues) -> Vec<Decision> {
                 queues.park(workload, false, BTreeMap::new());
                 continue;
             }
-            let (assignment, targets) = assignments(&mut work, &workload, cq);
+            let may_preempt = !preempting.contains(&cq);
+            let (assignment, targets) = assignments(&mut work, &workload, cq, may_preempt);
             entries.push(Entry {
                 workload,
                 cq,
@@ -81,6 +88,7 @@ pub fn cycle(snapshot: &Snapshot, queues: &mut Queues) -> Vec<Decision> {
             queues,
             decisions: &mut decisions,
             reservations: Vec::new(),
+            preempting: &mut preempting,
         };
         if !round.process(entries) && !settled_any {
             break;
@@ -198,10 +206,17 @@ fn namespace_mismatch(work: &Snapshot, workload: &Workload, cq: usize) -> Option
 
 /// Kueue's `getInitialAssignments`: the full assignment if it fits or can preempt, otherwise
 /// the largest partial admission that does (when allowed), otherwise the failing full one.
-fn assignments(work: &mut Snapshot, workload: &Workload, cq: usize) -> (Assignment, Vec<Target>) {
+/// Without `may_preempt` no preemption targets are looked for.
+fn assignments(
+    work: &mut Snapshot,
+    workload: &Workload,
+    cq: usize,
+    may_preempt: bool,
+) -> (Assignment, Vec<Target>) {
     let full = flavor::assign(work, workload, cq, None);
     match full.mode() {
         Mode::Fit => return (full, Vec::new()),
+        Mode::Preempt if !may_preempt => return (full, Vec::new()),
         Mode::Preempt => {
             let targets = targets_for(work, workload, cq, &full);
             if !targets.is_empty() {
@@ -323,6 +338,8 @@ struct Round<'a> {
     /// Capacity held back for heads that wait for quota, released when the round ends (a round
     /// is what a whole cycle is in Kueue).
     reservations: Vec<(usize, BTreeMap<FlavorResource, Quantity>)>,
+    /// ClusterQueues that issued preemptions in this cycle.
+    preempting: &'a mut BTreeSet<usize>,
 }
 
 impl Round<'_> {
@@ -425,6 +442,7 @@ impl Round<'_> {
                     .iter()
                     .map(|target| target.workload.workload.key.clone()),
             );
+            self.preempting.insert(cq);
             self.decisions.push(Decision::Preempt {
                 workload: workload.key.clone(),
                 reason: PendingReason::WaitingForPreemptedWorkloads,

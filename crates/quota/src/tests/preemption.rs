@@ -483,6 +483,49 @@ fn preemptor_holds_its_capacity_and_goes_first_when_retried() {
 }
 
 #[test]
+fn nothing_behind_a_preemptor_preempts_in_the_same_cycle() {
+    let queue = || cq_cpu("cq", 10).within(PreemptionPolicy::LowerPriority);
+    let low = |i: i64| wl(&format!("low-{i}"), "cq", 0, 2).admitted_in("cq", "default", i);
+    let mut queues = Queues::new();
+    queues.push(wl("high", "cq", 5, 4).priority(10));
+    queues.push(wl("mid", "cq", 6, 2).priority(5));
+    // The head preempts the two newest; "mid" would count the preemptor's usage on top of its
+    // victims' and preempt three more, where Kueue lets it wait its turn.
+    assert_eq!(
+        cycle(
+            &snapshot(vec![queue()], (1..=5).map(low).collect()),
+            &mut queues
+        ),
+        vec![
+            preempt(
+                "high",
+                vec![in_queue("low-5", "high"), in_queue("low-4", "high")],
+                &pending_preemption(&unused("cpu", "default", 4), 2)
+            ),
+            waiting("mid", "default", 2),
+        ]
+    );
+    // Once the preemptor is in, "mid" may preempt in turn.
+    let mut after: Vec<Workload> = (1..=3).map(low).collect();
+    after.push(
+        wl("high", "cq", 5, 4)
+            .priority(10)
+            .admitted_in("cq", "default", 6),
+    );
+    let after = snapshot(vec![queue()], after);
+    queues.remove("ns/high");
+    queues.requeue_inadmissible(&after, RequeueScope::ClusterQueue("cq"));
+    assert_eq!(
+        cycle(&after, &mut queues),
+        vec![preempt(
+            "mid",
+            vec![in_queue("low-3", "mid")],
+            &pending_preemption(&unused("cpu", "default", 2), 1)
+        )]
+    );
+}
+
+#[test]
 fn strict_fifo_preemptor_holds_its_capacity() {
     let queues_of = || {
         vec![
