@@ -181,6 +181,62 @@ impl Feature {
     }
 }
 
+impl Feature {
+    /// What Kuota lacks for this gate to take effect, for gates whose behaviour Kuota does not
+    /// implement; `None` for the others. Enabling such a gate (explicitly) gets a warning at
+    /// start-up naming it, as every setting Kuota does not act on does.
+    pub const fn not_implemented(self) -> Option<&'static str> {
+        use Feature::*;
+        match self {
+            TopologyAwareScheduling
+            | TASProfileMixed
+            | TASFailedNodeReplacement
+            | TASFailedNodeReplacementFailFast
+            | TASReplaceNodeOnPodTermination
+            | TASReplaceNodeDueToNotReadyOverFixedTime
+            | TASBalancedPlacement
+            | TASAssignmentsEncodingByHostnamePrefix
+            | TASReplaceNodeOnNodeTaints
+            | TASMultiLayerTopology
+            | TASRespectNodeAffinityPreferred
+            | TASHandleOverlappingFlavors
+            | TASRecomputeAssignmentWithinSchedulingCycle
+            | TASCacheNodeMatchResults
+            | TASCachingRemainingResources
+            | TASCacheTopologyTree => Some(
+                "Kuota does not implement topology-aware scheduling yet; workloads with topology requests are admitted by quota alone, without a topology assignment",
+            ),
+            ElasticJobsViaWorkloadSlices | ElasticJobsViaWorkloadSlicesWithTAS => Some(
+                "Kuota does not implement workload slices; elastic jobs are refused by the webhook",
+            ),
+            MultiKueue
+            | MultiKueueAdaptersForCustomJobs
+            | MultiKueueKubeConfigPathValidation
+            | MultiKueueClusterProfile
+            | MultiKueueOrchestratedPreemption
+            | MultiKueueIncrementalDispatcherConfig
+            | MultiKueueIncrementalDispatcherRespectConfigOrder
+            | MultiKueueManagerQuotaAutomation
+            | MultiKueueRemoteSpecSync => Some(
+                "Kuota does not implement MultiKueue; workloads are admitted in this cluster only",
+            ),
+            KueueDRAIntegration
+            | KueueDRAIntegrationExtendedResource
+            | KueueDRARejectWorkloadsWhenDRADisabled
+            | KueueDRAIntegrationPartitionableDevices
+            | KueueDRAIntegrationConsumableCapacity => {
+                Some("Kuota does not count dynamic resource allocation claims against quota")
+            }
+            AdmissionFairSharing => {
+                Some("Kuota does not implement admission fair sharing between LocalQueues")
+            }
+            VisibilityOnDemand => Some("Kuota does not serve the visibility API yet"),
+            SparkApplicationIntegration => Some("Kuota has no SparkApplication integration"),
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Display for Feature {
     fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         out.write_str(self.name())
@@ -300,9 +356,11 @@ impl FeatureGates {
         }
     }
 
-    /// Warnings Kueue logs for what was set: GA and deprecated gates go away in later releases.
+    /// Warnings for what was set: those Kueue logs (GA and deprecated gates go away in later
+    /// releases), and one for each gate enabled whose behaviour Kuota does not implement.
     pub fn warnings(&self) -> Vec<String> {
-        self.explicit
+        let lifecycle = self
+            .explicit
             .iter()
             .filter_map(|(feature, value)| match feature.stage() {
                 Stage::Ga => Some(format!(
@@ -312,8 +370,17 @@ impl FeatureGates {
                     "Setting deprecated feature gate {feature}={value}. It will be removed in a future release."
                 )),
                 Stage::Alpha | Stage::Beta => None,
-            })
-            .collect()
+            });
+        let without_effect = self
+            .explicit
+            .iter()
+            .filter(|(_, enabled)| **enabled)
+            .filter_map(|(feature, _)| {
+                feature
+                    .not_implemented()
+                    .map(|why| format!("feature gate {feature}=true has no effect: {why}"))
+            });
+        lifecycle.chain(without_effect).collect()
     }
 
     fn from_pairs<'a>(
@@ -479,6 +546,23 @@ mod tests {
             FeatureGates::from_sources(None, None),
             Ok(FeatureGates::default())
         );
+    }
+
+    #[test]
+    fn warns_about_enabled_gates_kuota_does_not_act_on() {
+        let gates = FeatureGates::parse(
+            "TopologyAwareScheduling=true,LocalQueueMetrics=true,MultiKueue=false,VisibilityOnDemand=true",
+        )
+        .unwrap();
+        assert_eq!(
+            gates.warnings(),
+            [
+                "feature gate VisibilityOnDemand=true has no effect: Kuota does not serve the visibility API yet",
+                "feature gate TopologyAwareScheduling=true has no effect: Kuota does not implement topology-aware scheduling yet; workloads with topology requests are admitted by quota alone, without a topology assignment",
+            ]
+        );
+        // Defaults are Kueue's, and only what was set is warned about.
+        assert_eq!(FeatureGates::default().warnings(), Vec::<String>::new());
     }
 
     #[test]
