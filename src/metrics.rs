@@ -367,6 +367,15 @@ fn wait_histogram() -> Histogram {
     ))
 }
 
+type AttemptHistogramFamily = Family<AttemptLabels, Histogram, fn() -> Histogram>;
+
+fn attempt_histogram() -> Histogram {
+    // Prometheus' default buckets, as Kueue's histogram has (5 ms .. 10 s).
+    Histogram::new([
+        0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+    ])
+}
+
 /// Kueue's scheduling metrics; cheap to clone (all handles share the registry's data).
 #[derive(Clone, Debug)]
 pub struct AdmitterMetrics {
@@ -388,6 +397,9 @@ pub struct AdmitterMetrics {
     pub preempted_workloads: Family<PreemptionLabels, Counter>,
     /// `kueue_admission_attempts_total{result}`.
     pub admission_attempts: Family<AttemptLabels, Counter>,
+    /// `kueue_admission_attempt_duration_seconds{result}`: how long a scheduling pass took,
+    /// `success` when it admitted at least one workload.
+    pub admission_attempt_duration: AttemptHistogramFamily,
     /// `kueue_reserving_active_workloads{cluster_queue}`.
     pub reserving_active_workloads: Family<ClusterQueueLabels, Gauge>,
     /// `kueue_admitted_active_workloads{cluster_queue}`.
@@ -408,6 +420,7 @@ impl AdmitterMetrics {
             evicted_workloads: Family::default(),
             preempted_workloads: Family::default(),
             admission_attempts: Family::default(),
+            admission_attempt_duration: Family::new_with_constructor(attempt_histogram),
             reserving_active_workloads: Family::default(),
             admitted_active_workloads: Family::default(),
             local_queues: LocalQueueMetrics::default(),
@@ -459,6 +472,11 @@ impl AdmitterMetrics {
             "kueue_admission_attempts",
             "The total number of attempts to admit workloads, per result",
             metrics.admission_attempts.clone(),
+        );
+        registry.register(
+            "kueue_admission_attempt_duration_seconds",
+            "The latency of an admission attempt (a scheduling pass); result success means that at least one workload was admitted",
+            metrics.admission_attempt_duration.clone(),
         );
         registry.register(
             "kueue_reserving_active_workloads",

@@ -286,12 +286,20 @@ pub fn convert_cached(
     let mut previous = std::mem::take(&mut cache.entries);
     let mut next_cache = HashMap::with_capacity(state.workloads.len());
     for object in &state.workloads {
-        let namespace = object.namespace().unwrap_or_default();
-        let labels = namespace_labels.get(&namespace).unwrap_or(&no_labels);
-        let ranges = limit_ranges.get(&namespace).map_or(&[][..], Vec::as_slice);
-        let fingerprint = *fingerprints
-            .entry(namespace.clone())
-            .or_insert_with(|| context_fingerprint(labels, ranges, options));
+        // Most workloads of a busy cluster are finished: they cost only this check.
+        let placement = placement(object);
+        if matches!(placement, Placement::Ignored) {
+            continue;
+        }
+        let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
+        let labels = namespace_labels.get(namespace).unwrap_or(&no_labels);
+        let ranges = limit_ranges.get(namespace).map_or(&[][..], Vec::as_slice);
+        let fingerprint = match fingerprints.get(namespace) {
+            Some(fingerprint) => *fingerprint,
+            None => *fingerprints
+                .entry(namespace.to_owned())
+                .or_insert_with(|| context_fingerprint(labels, ranges, options)),
+        };
         let context = WorkloadContext {
             inputs: WorkloadInputs {
                 namespace_labels: labels,
@@ -305,9 +313,9 @@ pub fn convert_cached(
             .spec
             .queue_name
             .as_deref()
-            .map(|name| LocalQueueRef::new(&namespace, name));
+            .map(|name| LocalQueueRef::new(namespace, name));
         let queue_object = local_queue.as_ref().and_then(|lq| local_queues.get(lq));
-        match placement(object) {
+        match placement {
             Placement::Ignored => {}
             Placement::HoldsQuota(admission) => {
                 let mut workload =
@@ -332,7 +340,7 @@ pub fn convert_cached(
                 });
             }
             Placement::Queued(queue_name) => {
-                let local_queue = LocalQueueRef::new(&namespace, queue_name);
+                let local_queue = LocalQueueRef::new(namespace, queue_name);
                 let Some(queue_object) = queue_object else {
                     converted.unqueued.push(Unqueued {
                         workload: key,

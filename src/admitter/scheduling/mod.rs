@@ -35,7 +35,7 @@ use crate::admitter::writers::queue_status::{
 use crate::admitter::writers::workload_status::{
     self, Applier, Outcome, Preemption, Preemptor, Update,
 };
-use crate::api::constants::reason;
+use crate::api::constants::{condition, reason};
 use crate::api::v1beta2 as api;
 use crate::config::Configuration;
 use crate::metrics::{
@@ -49,7 +49,7 @@ use crate::stores::{Stores, StoresNotReady};
 use dispatch::{Dispatcher, Finished, UpdateKind};
 use local_queue_metrics::{LocalQueueSelection, local_queue_gauges, pending_by_local_queue};
 pub use overlay::Overlay;
-use pending_budget::PendingBudget;
+use pending_budget::{Change, PendingBudget};
 pub use planner::{Plan, Planner};
 pub use requeue::{Observed, Requeue};
 
@@ -145,15 +145,24 @@ impl Scheduler {
         mut changes: broadcast::Receiver<crate::stores::Changed>,
     ) {
         let mut dirty = true;
-        // Gathering changes for as long as the last cycle took keeps the loop from spending
-        // more than about half a core on cycles while writes stream in.
+        // Gathering changes for twice as long as the last cycle took keeps the loop from
+        // spending more than about a third of a core on cycles while writes stream in (on a
+        // small control plane every cycle's CPU is taken from the API server).
         let mut debounce = DEBOUNCE;
         loop {
             let now = workload_status::now();
             if dirty {
                 let started = std::time::Instant::now();
-                self.run_cycle(&stores, now);
-                debounce = started.elapsed().clamp(DEBOUNCE, MAX_DEBOUNCE);
+                let admitted = off_the_runtime(|| self.run_cycle(&stores, now));
+                let took = started.elapsed();
+                self.metrics
+                    .admission_attempt_duration
+                    .get_or_create(&AttemptLabels {
+                        result: if admitted { "success" } else { "inadmissible" },
+                        replica_role: self.role,
+                    })
+                    .observe(took.as_secs_f64());
+                debounce = (took * 2).clamp(DEBOUNCE, MAX_DEBOUNCE);
                 dirty = false;
             }
             for (key, update) in self.pending_budget.take_due(now) {
@@ -262,7 +271,8 @@ impl Scheduler {
         }
     }
 
-    fn run_cycle(&mut self, stores: &Stores, now: Timestamp) {
+    /// One pass; returns whether it admitted a workload.
+    fn run_cycle(&mut self, stores: &Stores, now: Timestamp) -> bool {
         let state = ClusterState::read(stores);
         // Before the decisions, whose writes count admissions and evictions per LocalQueue.
         let exposed = self.local_queue_selection.exposed(&state.local_queues);
@@ -289,6 +299,9 @@ impl Scheduler {
                 .collect(),
             now,
         };
+        let admitted = decisions
+            .iter()
+            .any(|decision| matches!(decision, Decision::Admit { .. }));
         for decision in decisions {
             self.decide(decision, &context);
         }
@@ -325,6 +338,7 @@ impl Scheduler {
             );
         }
         self.publish_statuses(&state, &converted, &snapshot, &exposed, now);
+        admitted
     }
 
     fn attempt(&self, result: &'static str) {
@@ -467,7 +481,15 @@ impl Scheduler {
             resource_requests,
         };
         if matches!(update.status(object, now), Ok(Some(_))) {
-            self.pending_budget.offer(key, update);
+            let same_reason = object
+                .condition(condition::QUOTA_RESERVED)
+                .is_some_and(|shown| shown.status == "False" && shown.reason == reason.as_str());
+            let change = if same_reason {
+                Change::Message
+            } else {
+                Change::Verdict
+            };
+            self.pending_budget.offer(key, update, change, now);
         } else {
             // What waited is outdated: the workload shows this verdict already.
             self.pending_budget.forget(key);
@@ -622,6 +644,17 @@ impl Scheduler {
             .admitted_active_workloads
             .get_or_create(&labels)
             .set(i64::from(usage.admitted));
+    }
+}
+
+/// Runs `pass` on this thread after handing the runtime's other tasks to another worker: a
+/// pass over thousands of workloads is CPU work that would otherwise hold up the webhook's
+/// requests scheduled on the same worker.
+fn off_the_runtime<T>(pass: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|handle| handle.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(pass),
+        _ => pass(),
     }
 }
 

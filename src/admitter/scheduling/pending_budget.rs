@@ -2,28 +2,45 @@
 //!
 //! Kuota evaluates every pending workload a change concerns, not only the head of each queue
 //! as Kueue does. With thousands waiting, writing each verdict at once would mean a
-//! `QuotaReserved=False` status (and an event) for every new workload that does not fit at
-//! once, and a rewrite of thousands of messages whose figures moved ("N more needed") at each
-//! release of quota: the API server would spend its time on those instead of on admissions.
-//! So pending statuses go out at this budget's pace, the latest one per workload kept, oldest
-//! first; admissions and evictions never wait for it.
+//! `QuotaReserved=False` status (and an event, and a pass through the validating webhook) for
+//! every new workload that does not fit at once, and a rewrite of thousands of messages whose
+//! figures moved ("N more needed") at each release of quota: the API server would spend its
+//! time on those instead of on admissions. So pending statuses go out at this budget's pace,
+//! the latest one per workload kept, in two lanes: first verdicts (or a changed reason) before
+//! refreshes of a message alone, and a workload's message is refreshed at most once per
+//! [`REFRESH_INTERVAL`]. Admissions and evictions never wait for it.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use jiff::{SignedDuration, Timestamp};
 
 /// Pending statuses written per second, in the long run.
-pub const WRITES_PER_SECOND: u32 = 50;
+pub const WRITES_PER_SECOND: u32 = 10;
 /// Pending statuses that may go out at once after a quiet spell.
 pub const BURST: u32 = 100;
+/// Shortest time between two writes of a workload whose reason stays the same.
+pub const REFRESH_INTERVAL: SignedDuration = SignedDuration::from_secs(60);
+
+/// What a pending write changes on the workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// The workload shows no pending verdict yet, or one with another reason.
+    Verdict,
+    /// Only the message (its figures) changes.
+    Message,
+}
 
 /// Pending statuses waiting for the budget, and the budget (a token bucket).
 #[derive(Debug)]
 pub struct PendingBudget<T> {
     waiting: HashMap<String, T>,
-    /// Keys in the order they first waited; each key once (see `in_order`).
-    order: VecDeque<String>,
+    /// Keys in the order they first waited, per lane; each key once (see `in_order`).
+    verdicts: VecDeque<String>,
+    refreshes: VecDeque<String>,
     in_order: HashSet<String>,
+    /// When each workload's status was last handed out, oldest first, for `REFRESH_INTERVAL`.
+    written_at: HashMap<String, Timestamp>,
+    written_order: VecDeque<(Timestamp, String)>,
     tokens: f64,
     refilled_at: Option<Timestamp>,
 }
@@ -32,8 +49,11 @@ impl<T> Default for PendingBudget<T> {
     fn default() -> Self {
         Self {
             waiting: HashMap::new(),
-            order: VecDeque::new(),
+            verdicts: VecDeque::new(),
+            refreshes: VecDeque::new(),
             in_order: HashSet::new(),
+            written_at: HashMap::new(),
+            written_order: VecDeque::new(),
             tokens: f64::from(BURST),
             refilled_at: None,
         }
@@ -41,36 +61,58 @@ impl<T> Default for PendingBudget<T> {
 }
 
 impl<T> PendingBudget<T> {
-    /// Queues `write` for `key`, replacing one already waiting (which keeps its place).
-    pub fn offer(&mut self, key: &str, write: T) {
+    /// Queues `write` for `key`, replacing one already waiting (which keeps its place). A
+    /// [`Change::Message`] within [`REFRESH_INTERVAL`] of the workload's last write is dropped,
+    /// unless a write for it waits already (the newer one replaces it).
+    pub fn offer(&mut self, key: &str, write: T, change: Change, now: Timestamp) {
+        if change == Change::Message
+            && !self.waiting.contains_key(key)
+            && self
+                .written_at
+                .get(key)
+                .is_some_and(|at| now.duration_since(*at) < REFRESH_INTERVAL)
+        {
+            return;
+        }
         self.waiting.insert(key.to_owned(), write);
         if self.in_order.insert(key.to_owned()) {
-            self.order.push_back(key.to_owned());
+            match change {
+                Change::Verdict => self.verdicts.push_back(key.to_owned()),
+                Change::Message => self.refreshes.push_back(key.to_owned()),
+            }
         }
     }
 
-    /// Drops what waits for `key` (it is being admitted).
+    /// Drops what waits for `key` (it is being admitted, or shows the verdict already).
     pub fn forget(&mut self, key: &str) {
         self.waiting.remove(key);
     }
 
-    /// The writes the budget allows at `now`, oldest first.
+    /// The writes the budget allows at `now`: first verdicts, then refreshes, oldest first.
     pub fn take_due(&mut self, now: Timestamp) -> Vec<(String, T)> {
         self.refill(now);
+        self.forget_old_writes(now);
         let mut due = Vec::new();
         while self.tokens >= 1.0 {
-            let Some(key) = self.order.pop_front() else {
+            let Some(key) = self
+                .verdicts
+                .pop_front()
+                .or_else(|| self.refreshes.pop_front())
+            else {
                 break;
             };
             self.in_order.remove(&key);
             // Keys forgotten since they were queued are skipped without spending the budget.
             if let Some(write) = self.waiting.remove(&key) {
                 self.tokens -= 1.0;
+                self.written_at.insert(key.clone(), now);
+                self.written_order.push_back((now, key.clone()));
                 due.push((key, write));
             }
         }
         if self.waiting.is_empty() {
-            self.order.clear();
+            self.verdicts.clear();
+            self.refreshes.clear();
             self.in_order.clear();
         }
         due
@@ -97,6 +139,22 @@ impl<T> PendingBudget<T> {
         }
         self.refilled_at = Some(now);
     }
+
+    /// Keeps write times only as long as they can hold back a refresh, so that workloads
+    /// admitted or deleted since cost no memory.
+    fn forget_old_writes(&mut self, now: Timestamp) {
+        while let Some((at, _)) = self.written_order.front() {
+            if now.duration_since(*at) < REFRESH_INTERVAL {
+                break;
+            }
+            let Some((at, key)) = self.written_order.pop_front() else {
+                break;
+            };
+            if self.written_at.get(&key) == Some(&at) {
+                self.written_at.remove(&key);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -117,7 +175,7 @@ mod tests {
     fn spent() -> PendingBudget<u32> {
         let mut budget = PendingBudget::default();
         for i in 0..BURST {
-            budget.offer(&format!("ns/filler-{i:03}"), 0);
+            budget.offer(&format!("ns/filler-{i:03}"), 0, Change::Verdict, at(0));
         }
         assert_eq!(budget.take_due(at(0)).len(), 100);
         budget
@@ -127,7 +185,7 @@ mod tests {
     fn a_burst_goes_out_then_the_rate_holds() {
         let mut budget = PendingBudget::default();
         for i in 0..110 {
-            budget.offer(&format!("ns/wl-{i:03}"), i);
+            budget.offer(&format!("ns/wl-{i:03}"), i, Change::Verdict, at(0));
         }
         let first = keys(budget.take_due(at(0)));
         assert_eq!(first.len(), 100);
@@ -135,10 +193,10 @@ mod tests {
             (first[0].as_str(), first[99].as_str()),
             ("ns/wl-000", "ns/wl-099")
         );
-        // 50 a second: one every 20 ms.
-        assert_eq!(budget.next_due(at(0)), Some(at(20)));
-        assert_eq!(keys(budget.take_due(at(10))), Vec::<String>::new());
-        assert_eq!(keys(budget.take_due(at(50))), ["ns/wl-100", "ns/wl-101"]);
+        // 10 a second: one every 100 ms.
+        assert_eq!(budget.next_due(at(0)), Some(at(100)));
+        assert_eq!(keys(budget.take_due(at(60))), Vec::<String>::new());
+        assert_eq!(keys(budget.take_due(at(210))), ["ns/wl-100", "ns/wl-101"]);
         assert_eq!(budget.take_due(at(10_000)).len(), 8);
         assert_eq!(budget.next_due(at(10_000)), None);
     }
@@ -146,11 +204,11 @@ mod tests {
     #[test]
     fn the_latest_write_of_a_workload_keeps_its_place() {
         let mut budget = spent();
-        budget.offer("ns/a", 1);
-        budget.offer("ns/b", 2);
-        budget.offer("ns/a", 3);
+        budget.offer("ns/a", 1, Change::Verdict, at(0));
+        budget.offer("ns/b", 2, Change::Verdict, at(0));
+        budget.offer("ns/a", 3, Change::Verdict, at(0));
         assert_eq!(
-            budget.take_due(at(40)),
+            budget.take_due(at(200)),
             [("ns/a".to_owned(), 3), ("ns/b".to_owned(), 2)]
         );
     }
@@ -158,10 +216,51 @@ mod tests {
     #[test]
     fn forgotten_writes_cost_nothing() {
         let mut budget = spent();
-        budget.offer("ns/admitted", 1);
-        budget.offer("ns/waiting", 2);
+        budget.offer("ns/admitted", 1, Change::Verdict, at(0));
+        budget.offer("ns/waiting", 2, Change::Verdict, at(0));
         budget.forget("ns/admitted");
-        assert_eq!(budget.take_due(at(20)), [("ns/waiting".to_owned(), 2)]);
-        assert_eq!(budget.next_due(at(20)), None);
+        assert_eq!(budget.take_due(at(100)), [("ns/waiting".to_owned(), 2)]);
+        assert_eq!(budget.next_due(at(100)), None);
+    }
+
+    #[test]
+    fn first_verdicts_go_out_before_refreshes() {
+        let mut budget = spent();
+        budget.offer("ns/old", 1, Change::Message, at(0));
+        budget.offer("ns/new", 2, Change::Verdict, at(0));
+        assert_eq!(keys(budget.take_due(at(100))), ["ns/new"]);
+        assert_eq!(keys(budget.take_due(at(200))), ["ns/old"]);
+    }
+
+    #[test]
+    fn a_message_is_refreshed_at_most_once_per_interval() {
+        let mut budget = PendingBudget::default();
+        budget.offer("ns/a", 1, Change::Verdict, at(0));
+        assert_eq!(keys(budget.take_due(at(0))), ["ns/a"]);
+        // Figures moved soon after: not worth a write.
+        budget.offer("ns/a", 2, Change::Message, at(1_000));
+        assert_eq!(budget.next_due(at(1_000)), None);
+        // A changed reason is written whatever the interval.
+        budget.offer("ns/a", 3, Change::Verdict, at(2_000));
+        assert_eq!(budget.take_due(at(2_000)), [("ns/a".to_owned(), 3)]);
+        budget.offer("ns/a", 4, Change::Message, at(61_000));
+        assert_eq!(budget.next_due(at(61_000)), None);
+        budget.offer("ns/a", 5, Change::Message, at(62_000));
+        assert_eq!(budget.take_due(at(62_000)), [("ns/a".to_owned(), 5)]);
+    }
+
+    #[test]
+    fn write_times_are_kept_no_longer_than_they_matter() {
+        let mut budget = PendingBudget::default();
+        for i in 0..10 {
+            budget.offer(&format!("ns/wl-{i}"), i, Change::Verdict, at(0));
+        }
+        assert_eq!(budget.take_due(at(0)).len(), 10);
+        assert_eq!(budget.written_at.len(), 10);
+        assert_eq!(budget.take_due(at(60_000)).len(), 0);
+        assert_eq!(
+            (budget.written_at.len(), budget.written_order.len()),
+            (0, 0)
+        );
     }
 }

@@ -12,13 +12,14 @@ use super::cluster_state::{ClusterState, Converted, WorkloadCache, convert_cache
 use super::dispatch::Backoff;
 use super::overlay::Overlay;
 use super::requeue::{Observed, Requeue};
+use crate::api::constants::condition;
 use crate::api::v1beta2 as api;
 use crate::quota::from_api::{ConversionOptions, workload_key};
 use crate::quota::{Decision, Queues, RequeueScope, SchedulerConfig, Snapshot, cycle};
 
 /// What one pass decided, with what it decided on.
 pub struct Plan {
-    /// The Workload objects of the pass, by key.
+    /// The Workload objects of the pass that are not finished, by key.
     pub objects: HashMap<String, Arc<api::Workload>>,
     /// The cluster converted to the model, with the overlay applied.
     pub converted: Converted,
@@ -68,9 +69,12 @@ impl Planner {
     /// requeues the parked workloads a change concerns, refreshes the queues (leaving out
     /// workloads in backoff and dropping those no longer pending) and runs the cycle.
     pub fn plan(&mut self, state: &ClusterState, now: Timestamp) -> Plan {
+        // Finished workloads hold nothing and wait for nothing: neither the overlay nor the
+        // decisions look them up.
         let objects: HashMap<String, Arc<api::Workload>> = state
             .workloads
             .iter()
+            .filter(|workload| !workload.is_condition_true(condition::FINISHED))
             .map(|workload| (workload_key(workload), Arc::clone(workload)))
             .collect();
         self.overlay.reconcile(&objects);
