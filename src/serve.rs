@@ -306,8 +306,8 @@ pub struct OutOfClusterArgs {
 }
 
 /// Development mode: the webhook runs outside the cluster at a URL the API server can reach;
-/// our webhook configurations and CRD conversion are registered with that URL and removed again
-/// on a clean shutdown.
+/// our webhook configurations (unless admitter-only) and CRD conversion are registered with that
+/// URL and removed again on a clean shutdown.
 struct OutOfCluster {
     url: String,
     admission_webhooks: bool,
