@@ -423,6 +423,13 @@ fn sampled_registry() -> MetricsRegistry {
             replica_role: role,
         })
         .inc();
+    admitter
+        .admission_attempt_duration
+        .get_or_create(&AttemptLabels {
+            result: "success",
+            replica_role: role,
+        })
+        .observe(0.01);
     let queue = ClusterQueueLabels {
         cluster_queue: cluster_queue(),
         replica_role: role,
