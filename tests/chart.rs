@@ -5,6 +5,8 @@
 //!   `KUOTA_UPDATE_CHART=1 cargo test --test chart`;
 //! - the source document's `values.yaml` renders Kueue's object names, feature gates and
 //!   configuration, and that configuration loads in Kuota;
+//! - the 44 ClusterRoles for people (batch admin and user, editors and viewers) have the names,
+//!   rules and aggregation labels Kueue's own chart renders;
 //! - every key of Kueue's chart values (from the pinned Kueue release) is one of ours, with
 //!   Kueue's default unless listed in `dev/kueue/deliberate-chart-differences.tsv`, and is
 //!   rendered by a template or turns on a part Kuota does not have, which fails by name.
@@ -140,24 +142,33 @@ fn generated_templates_are_current() {
     );
 }
 
-/// `helm template <release> charts/kuota -n <namespace>` with `args`.
-fn helm_template(release: &str, namespace: &str, args: &[&str]) -> Output {
-    let chart = repo("charts/kuota");
+/// `helm template <release> <chart> -n <namespace>` with `args`.
+fn helm_template_chart(chart: &Path, release: &str, namespace: &str, args: &[&str]) -> Output {
     Command::new(helm())
         .args(["template", release])
-        .arg(&chart)
+        .arg(chart)
         .args(["--namespace", namespace])
         .args(args)
         .output()
         .expect("run helm template")
 }
 
-/// The objects `helm template` renders.
+/// `helm template <release> charts/kuota -n <namespace>` with `args`.
+fn helm_template(release: &str, namespace: &str, args: &[&str]) -> Output {
+    helm_template_chart(&repo("charts/kuota"), release, namespace, args)
+}
+
+/// The objects `helm template` renders from Kuota's chart.
 fn rendered(release: &str, namespace: &str, args: &[&str]) -> Vec<Value> {
-    let output = helm_template(release, namespace, args);
+    rendered_chart(&repo("charts/kuota"), release, namespace, args)
+}
+
+/// The objects `helm template` renders from `chart`.
+fn rendered_chart(chart: &Path, release: &str, namespace: &str, args: &[&str]) -> Vec<Value> {
+    let output = helm_template_chart(chart, release, namespace, args);
     assert!(
         output.status.success(),
-        "helm template failed: {}",
+        "helm template {chart:?} failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
     let text = String::from_utf8(output.stdout).expect("UTF-8 manifests");
@@ -219,6 +230,9 @@ fn the_source_documents_values_render_kueues_objects() {
     .into_iter()
     .map(str::to_owned)
     .collect();
+    for role in user_role_names() {
+        expected.insert(format!("ClusterRole kueue-{role}"));
+    }
     for crd in crds::all() {
         expected.insert(format!(
             "CustomResourceDefinition {}",
@@ -309,6 +323,131 @@ fn the_source_documents_values_render_kueues_objects() {
             "port": 443,
         })
     );
+}
+
+/// The kinds Kueue's chart renders `<kind>-editor-role` and `<kind>-viewer-role` for.
+const USER_ROLE_KINDS: [&str; 20] = [
+    "clusterqueue",
+    "cohort",
+    "localqueue",
+    "resourceflavor",
+    "topology",
+    "workload",
+    "job",
+    "jobset",
+    "jaxjob",
+    "mpijob",
+    "paddlejob",
+    "pytorchjob",
+    "tfjob",
+    "xgboostjob",
+    "raycluster",
+    "rayjob",
+    "rayservice",
+    "trainjob",
+    "sparkapplication",
+    "leaderworkerset",
+];
+
+/// The names, after the release prefix, of Kueue's 44 ClusterRoles for people to bind.
+fn user_role_names() -> Vec<String> {
+    let mut names: Vec<String> = [
+        "batch-admin-role",
+        "batch-user-role",
+        "pending-workloads-cq-viewer-role",
+        "pending-workloads-lq-viewer-role",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    for kind in USER_ROLE_KINDS {
+        names.push(format!("{kind}-editor-role"));
+        names.push(format!("{kind}-viewer-role"));
+    }
+    names
+}
+
+/// A ClusterRole as far as what it grants and where it aggregates: its aggregation labels
+/// (`rbac.kueue.x-k8s.io/...`, `rbac.authorization.k8s.io/aggregate-to-*`), its rules as a set
+/// with every list in a rule sorted, and its aggregationRule.
+#[derive(Debug, PartialEq)]
+struct Grants {
+    labels: BTreeMap<String, String>,
+    rules: BTreeSet<BTreeMap<String, BTreeSet<String>>>,
+    aggregation_rule: Value,
+}
+
+/// The ClusterRoles for people among `objects` (names ending in `-role`, but not the
+/// controller's own roles nor KueueViz's), by name.
+fn user_roles(objects: &[Value]) -> BTreeMap<String, Grants> {
+    let controller = ["kueue-manager-role", "kueue-metrics-auth-role"];
+    objects
+        .iter()
+        .filter(|o| o["kind"] == "ClusterRole")
+        .filter_map(|o| Some((o["metadata"]["name"].as_str()?.to_owned(), o)))
+        .filter(|(name, _)| {
+            name.ends_with("-role")
+                && !controller.contains(&name.as_str())
+                && !name.contains("kueueviz")
+        })
+        .map(|(name, role)| {
+            let labels = role["metadata"]["labels"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(key, _)| {
+                    key.starts_with("rbac.kueue.x-k8s.io/")
+                        || key.starts_with("rbac.authorization.k8s.io/aggregate-to-")
+                })
+                .map(|(key, value)| (key.clone(), value.as_str().unwrap_or_default().to_owned()))
+                .collect();
+            let rules = role["rules"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|rule| {
+                    rule.as_object()
+                        .expect("a rule is a map")
+                        .iter()
+                        .map(|(field, list)| {
+                            let items = list
+                                .as_array()
+                                .unwrap_or_else(|| panic!("{name}: {field} is a list"))
+                                .iter()
+                                .map(|item| item.as_str().expect("a string").to_owned())
+                                .collect();
+                            (field.clone(), items)
+                        })
+                        .collect()
+                })
+                .collect();
+            let grants = Grants {
+                labels,
+                rules,
+                aggregation_rule: role["aggregationRule"].clone(),
+            };
+            (name, grants)
+        })
+        .collect()
+}
+
+#[test]
+fn kueues_user_facing_cluster_roles_are_rendered_alike() {
+    let kueue = dev_script("dev/kueue/module.sh", &[]).join("charts/kueue");
+    let values = kueue.join("values.yaml");
+    let args = ["--values", values.to_str().expect("UTF-8 path")];
+    let theirs = user_roles(&rendered_chart(&kueue, "kueue", "kueue-system", &args));
+    let ours = user_roles(&rendered("kueue", "kueue-system", &args));
+    let names: BTreeSet<String> = user_role_names()
+        .into_iter()
+        .map(|name| format!("kueue-{name}"))
+        .collect();
+    assert_eq!(
+        theirs.keys().cloned().collect::<BTreeSet<_>>(),
+        names,
+        "Kueue's chart renders the 44 ClusterRoles for people"
+    );
+    assert_eq!(ours, theirs);
 }
 
 /// Every leaf path of a values tree (`a.b.c`); lists and empty maps are leaves.
