@@ -105,6 +105,25 @@ pub const NODES: &[FakeNode] = &[
     },
 ];
 
+/// Where the API server writes its audit log, under the control plane's directory.
+const AUDIT_LOG: &str = "audit.log";
+
+/// Every request made with a ServiceAccount's token, at Metadata level, and the bodies of the
+/// Workloads they create (their owner references say which `finalizers` rules were needed).
+/// Tests and the bench use the admin's certificate, which is not logged.
+const AUDIT_POLICY: &str = r#"apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Request
+    userGroups: ["system:serviceaccounts"]
+    verbs: ["create"]
+    resources: [{group: kueue.x-k8s.io, resources: [workloads]}]
+  - level: Metadata
+    userGroups: ["system:serviceaccounts"]
+  - level: None
+"#;
+
 /// A running control plane.
 #[derive(Debug)]
 pub struct ControlPlane {
@@ -186,6 +205,8 @@ impl ControlPlane {
             .await?;
 
         let p = |path: &Path| path.display().to_string();
+        let audit_policy = dir.join("audit-policy.yaml");
+        std::fs::write(&audit_policy, AUDIT_POLICY)?;
         plane.spawn(
             "kube-apiserver",
             &[
@@ -206,6 +227,13 @@ impl ControlPlane {
                 format!("--service-account-issuer=https://127.0.0.1:{api_port}/"),
                 "--service-cluster-ip-range=10.96.0.0/16".into(),
                 "--authorization-mode=RBAC".into(),
+                // What in-cluster controllers call, for tests that hold their RBAC to it.
+                format!("--audit-policy-file={}", p(&audit_policy)),
+                format!("--audit-log-path={}", p(&dir.join(AUDIT_LOG))),
+                // Kuota's owner references block the owner's deletion, which this plugin allows
+                // only with `update` on the owner's `finalizers` subresource, as on clusters
+                // that enable it.
+                "--enable-admission-plugins=OwnerReferencesPermissionEnforcement".into(),
                 // kwok nodes are created Ready; the not-ready taint would only delay them.
                 "--disable-admission-plugins=TaintNodesByCondition".into(),
                 // Webhooks and aggregated APIs behind a Service are dialled at a pod's IP, which
@@ -341,6 +369,12 @@ impl ControlPlane {
     /// The directory holding state and component logs.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The API server's audit log: one JSON event per line for each request made with a
+    /// ServiceAccount's token.
+    pub fn audit_log(&self) -> PathBuf {
+        self.dir.join(AUDIT_LOG)
     }
 
     /// A new client; create one per test, since a client is bound to the runtime that made it.
