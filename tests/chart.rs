@@ -218,7 +218,6 @@ fn the_source_documents_values_render_kueues_objects() {
         "MutatingWebhookConfiguration kueue-mutating-webhook-configuration",
         "Role kueue-system/kueue-leader-election-role",
         "Role kueue-system/kueue-manager-secrets-role",
-        "RoleBinding kube-system/kueue-visibility-server-auth-reader",
         "RoleBinding kueue-system/kueue-leader-election-rolebinding",
         "RoleBinding kueue-system/kueue-manager-secrets-rolebinding",
         "Secret kueue-system/kueue-webhook-server-cert",
