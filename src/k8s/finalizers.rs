@@ -1,5 +1,5 @@
-//! Removing one finalizer from every object of a kind: what an uninstall needs once the
-//! controller that would have removed it is about to go.
+//! Removing one finalizer: from one object, or from every object of a kind (what an uninstall
+//! needs once the controller that would have removed it is about to go).
 
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
@@ -17,10 +17,33 @@ pub fn without(finalizers: &[String], finalizer: &str) -> Option<Vec<String>> {
     })
 }
 
+/// Removes `finalizer` from `object` through `api`, guarded by the object's resourceVersion,
+/// so a concurrent change of its finalizers fails the call (409) rather than being overwritten.
+/// Nothing is written when the object does not carry it.
+pub async fn remove<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<(), kube::Error>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let Some(remaining) = without(object.finalizers(), finalizer) else {
+        return Ok(());
+    };
+    let patch = json!({
+        "metadata": {
+            "finalizers": remaining,
+            "resourceVersion": object.resource_version(),
+        }
+    });
+    api.patch(
+        &object.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await?;
+    Ok(())
+}
+
 /// Removes `finalizer` from every object `all` lists, patching each through the Api
 /// `scoped` gives for it (its namespace's, for a namespaced kind); returns how many it changed.
-/// Each patch is guarded by the object's resourceVersion, so a concurrent change of its
-/// finalizers fails the call rather than being overwritten.
 pub async fn release<K>(
     all: &Api<K>,
     scoped: impl Fn(&K) -> Api<K>,
@@ -31,22 +54,10 @@ where
 {
     let mut released = 0;
     for object in all.list(&ListParams::default()).await? {
-        let Some(remaining) = without(object.finalizers(), finalizer) else {
+        if without(object.finalizers(), finalizer).is_none() {
             continue;
-        };
-        let patch = json!({
-            "metadata": {
-                "finalizers": remaining,
-                "resourceVersion": object.resource_version(),
-            }
-        });
-        scoped(&object)
-            .patch(
-                &object.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await?;
+        }
+        remove(&scoped(&object), &object, finalizer).await?;
         released += 1;
     }
     Ok(released)

@@ -28,6 +28,7 @@ use tokio::sync::{broadcast, watch};
 use crate::admitter::scheduling::cluster_state::{
     ClusterState, Converted, LocalQueueRef, PendingWorkload, resource_requests,
 };
+use crate::admitter::writers::in_use;
 use crate::admitter::writers::queue_status::{
     self, ClusterQueueFacts, DesiredStatuses, LocalQueueFacts, QueueUsage,
     cluster_queue_metric_status, inactive_reason,
@@ -99,7 +100,8 @@ pub async fn run_scheduler(
     tokio::select! {
         () = shutdown => {}
         () = scheduler.run(stores.clone(), changes) => {}
-        () = queue_status::write_statuses(client, stores, desired) => {}
+        () = queue_status::write_statuses(client.clone(), stores.clone(), desired) => {}
+        () = in_use::release_unused(client, stores) => {}
     }
     tracing::info!("scheduler stopped");
     Ok(())
