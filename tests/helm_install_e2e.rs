@@ -352,6 +352,47 @@ fn job_plural(group: &str, kind: &str) -> Option<String> {
         .map(|job| job.plural.to_owned())
 }
 
+/// The samples: namespaces, flavors, two teams' queues in a cohort, and their Jobs, each run to
+/// completion. Returns the seconds from creating the Jobs to the first one started, and to all
+/// complete.
+async fn run_sample_jobs(client: &Client, kubectl: &impl Fn(&[&str]) -> Output) -> (f64, f64) {
+    for sample in [
+        "00-namespaces.yaml",
+        "10-resourceflavors.yaml",
+        "20-clusterqueues.yaml",
+        "30-localqueues.yaml",
+    ] {
+        apply_sample(kubectl, sample);
+    }
+    let jobs_file = repo("manifests/samples/40-jobs.yaml");
+    assert_success(&kubectl(&["create", "-f", utf8(&jobs_file)]));
+    let jobs: Api<Job> = Api::all(client.clone());
+    let jobs_created = Instant::now();
+    let first_admitted = Cell::new(None);
+    eventually(WAIT, "every sample Job completes", || async {
+        let Ok(list) = jobs
+            .list(&ListParams::default().labels("kueue.x-k8s.io/queue-name"))
+            .await
+        else {
+            return false;
+        };
+        let started = list
+            .items
+            .iter()
+            .any(|job| job.spec.as_ref().and_then(|spec| spec.suspend) == Some(false));
+        if started && first_admitted.get().is_none() {
+            first_admitted.set(Some(jobs_created.elapsed().as_secs_f64()));
+        }
+        !list.items.is_empty() && list.items.iter().all(job_is_complete)
+    })
+    .await
+    .unwrap_or_else(|error| fail_with(kubectl, &["get", "workloads", "-A"], error));
+    (
+        first_admitted.get().unwrap_or_default(),
+        jobs_created.elapsed().as_secs_f64(),
+    )
+}
+
 /// Applies `manifests/samples/<sample>` server-side.
 fn apply_sample(kubectl: &impl Fn(&[&str]) -> Output, sample: &str) {
     let path = repo(&format!("manifests/samples/{sample}"));
@@ -687,39 +728,7 @@ async fn the_source_documents_install_steps_run_kuota_in_a_pod() {
     let pid = pod_process(&pod.uid().expect("a pod UID"));
     assert_hardened(pid);
 
-    // The samples: namespaces, flavors, two teams' queues in a cohort, and their Jobs.
-    for sample in [
-        "00-namespaces.yaml",
-        "10-resourceflavors.yaml",
-        "20-clusterqueues.yaml",
-        "30-localqueues.yaml",
-    ] {
-        apply_sample(&kubectl, sample);
-    }
-    let jobs_file = repo("manifests/samples/40-jobs.yaml");
-    assert_success(&kubectl(&["create", "-f", utf8(&jobs_file)]));
-    let jobs: Api<Job> = Api::all(client.clone());
-    let jobs_created = Instant::now();
-    let first_admitted = Cell::new(None);
-    eventually(WAIT, "every sample Job completes", || async {
-        let Ok(list) = jobs
-            .list(&ListParams::default().labels("kueue.x-k8s.io/queue-name"))
-            .await
-        else {
-            return false;
-        };
-        let started = list
-            .items
-            .iter()
-            .any(|job| job.spec.as_ref().and_then(|spec| spec.suspend) == Some(false));
-        if started && first_admitted.get().is_none() {
-            first_admitted.set(Some(jobs_created.elapsed().as_secs_f64()));
-        }
-        !list.items.is_empty() && list.items.iter().all(job_is_complete)
-    })
-    .await
-    .unwrap_or_else(|error| fail_with(&kubectl, &["get", "workloads", "-A"], error));
-    let completed_after = jobs_created.elapsed();
+    let (first_admitted, completed_after) = run_sample_jobs(&client, &kubectl).await;
 
     let every_kind = admit_every_kind(&client, &kubectl).await;
 
@@ -861,6 +870,40 @@ async fn the_source_documents_install_steps_run_kuota_in_a_pod() {
     assert_success(&helm(&["uninstall", "kueue", "--namespace", NAMESPACE]));
     assert_success(&kubectl(&["delete", "namespace", NAMESPACE, "--wait=true"]));
     assert_nothing_of_ours_left(&kubectl);
+
+    // The same objects as one manifest, applied and deleted with kubectl as Kueue's
+    // manifests.yaml is, after the job kinds' objects Helm's release left are gone.
+    assert_success(&kubectl(&[
+        "delete",
+        "namespace",
+        "team-a",
+        "team-b",
+        "--wait=true",
+    ]));
+    let manifest = Command::new("bash")
+        .arg(repo("dev/helm/manifest.sh"))
+        .args([NAMESPACE, "--values", utf8(&placement)])
+        .output()
+        .expect("run dev/helm/manifest.sh");
+    assert_success(&manifest);
+    let manifest_file = dir.path().join("kuota.yaml");
+    std::fs::write(&manifest_file, &manifest.stdout).expect("write the manifest");
+    let manifest_file = utf8(&manifest_file);
+    assert_success(&kubectl(&["apply", "--server-side", "-f", manifest_file]));
+    rolled_out(&client, &kubectl, 1).await;
+    run_sample_jobs(&client, &kubectl).await;
+    // Queues and flavors first, while the controller is there to release their finalizers.
+    for sample in [
+        "40-jobs.yaml",
+        "30-localqueues.yaml",
+        "20-clusterqueues.yaml",
+        "10-resourceflavors.yaml",
+    ] {
+        let path = repo(&format!("manifests/samples/{sample}"));
+        assert_success(&kubectl(&["delete", "-f", utf8(&path), "--wait=true"]));
+    }
+    assert_success(&kubectl(&["delete", "-f", manifest_file, "--wait=true"]));
+    assert_nothing_of_ours_left(&kubectl);
     assert_success(&kubectl(&[
         "create",
         "job",
@@ -874,9 +917,9 @@ async fn the_source_documents_install_steps_run_kuota_in_a_pod() {
          created ({:.1}s after helm install); sample Jobs created to all complete: {:.1}s; \
          controller RSS after every kind admitted: {} (peak {})",
         ready_after.as_secs_f64(),
-        first_admitted.get().unwrap_or_default(),
-        ready_after.as_secs_f64() + first_admitted.get().unwrap_or_default(),
-        completed_after.as_secs_f64(),
+        first_admitted,
+        ready_after.as_secs_f64() + first_admitted,
+        completed_after,
         rss.0,
         rss.1,
     );

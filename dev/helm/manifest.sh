@@ -2,6 +2,7 @@
 # Prints the install manifest for `kubectl apply --server-side -f -`, rendered from the chart
 # (charts/kuota) as Kueue's manifests.yaml is: release "kueue" in namespace kueue-system (or
 # $1), with the Namespace first. Extra arguments go to `helm template` (e.g. --values FILE).
+# Without Helm's hooks: the uninstall hook would run at once under kubectl apply.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -17,4 +18,4 @@ metadata:
     control-plane: controller-manager
 ---
 YAML
-"$helm" template kueue "$here/../../charts/kuota" --namespace "$namespace" "$@"
+"$helm" template kueue "$here/../../charts/kuota" --namespace "$namespace" --no-hooks "$@"
