@@ -3,6 +3,7 @@
 //! certificate rotation under load and certificate-directory reloads.
 
 mod common {
+    pub mod client_hello;
     pub mod review;
     pub mod tls;
 }
@@ -28,6 +29,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tower::ServiceExt;
 
+use common::client_hello::client_hello;
 use common::review::review;
 use common::tls::{
     Connections, SERVER_NAME, client_config, connect, der_of, https_client, served_certificate,
@@ -592,41 +594,13 @@ async fn tls12_and_tls13_are_accepted() {
     server.handle.shutdown().await.unwrap();
 }
 
-/// A TLS 1.1 ClientHello (no supported_versions extension). It also offers a suite and the
-/// signature_algorithms extension rustls needs, so the only reason to refuse it is the
-/// protocol version. (A real TLS 1.1 client sends no signature_algorithms and is refused even
-/// earlier, with handshake_failure.)
-fn tls11_client_hello() -> Vec<u8> {
-    let mut hello = vec![0x03, 0x02]; // client_version TLS 1.1
-    hello.extend([0x42; 32]); // random
-    hello.push(0); // no session id
-    // ECDHE_ECDSA_AES_128_GCM_SHA256, ECDHE_ECDSA_AES_128_CBC_SHA, RSA_AES_128_CBC_SHA
-    let suites: [u8; 6] = [0xc0, 0x2b, 0xc0, 0x09, 0x00, 0x2f];
-    hello.extend((suites.len() as u16).to_be_bytes());
-    hello.extend(suites);
-    hello.extend([1, 0]); // compression: null only
-    // extensions: signature_algorithms = [ecdsa_secp256r1_sha256, rsa_pkcs1_sha256]
-    hello.extend([
-        0x00, 0x0a, 0x00, 0x0d, 0x00, 0x06, 0x00, 0x04, 0x04, 0x03, 0x04, 0x01,
-    ]);
-
-    let mut handshake = vec![0x01]; // ClientHello
-    handshake.extend(&(hello.len() as u32).to_be_bytes()[1..]);
-    handshake.extend(hello);
-
-    let mut record = vec![0x16, 0x03, 0x01]; // handshake record, TLS 1.0 record layer
-    record.extend((handshake.len() as u16).to_be_bytes());
-    record.extend(handshake);
-    record
-}
-
 #[tokio::test]
 async fn tls11_is_refused_with_a_protocol_version_alert() {
     let server = start(fast_limits(), Readiness::default()).await;
     let mut tcp = tokio::net::TcpStream::connect(server.handle.webhook_address())
         .await
         .unwrap();
-    tcp.write_all(&tls11_client_hello()).await.unwrap();
+    tcp.write_all(&client_hello([0x03, 0x02])).await.unwrap();
     let (received, closed) = read_until_closed(&mut tcp, Duration::from_secs(3)).await;
     assert!(closed);
     // alert record: type 21, version, length 2, level fatal (2), protocol_version (70)
