@@ -5,6 +5,7 @@ mod borrowing;
 mod builders;
 mod fair_sharing;
 mod preemption;
+mod properties;
 mod queueing;
 
 use pretty_assertions::assert_eq;
