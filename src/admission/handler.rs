@@ -241,4 +241,6 @@ pub fn converter() -> Converter {
 }
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;

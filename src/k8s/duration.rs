@@ -369,3 +369,23 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn any_text_is_read_or_refused(text in "\\PC{0,24}|[+-]?([0-9.]{1,6}(h|m|s|ms|us|µs|ns)){1,4}") {
+            let _ = text.parse::<GoDuration>();
+        }
+
+        #[test]
+        fn a_duration_written_as_go_writes_it_reads_back(nanos in any::<i64>()) {
+            let duration = GoDuration { nanos };
+            prop_assert_eq!(duration.to_string().parse::<GoDuration>(), Ok(duration));
+        }
+    }
+}

@@ -364,3 +364,25 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn any_text_is_read_or_refused(text in "\\PC{0,24}|[0-9.eE+-]{1,12}(m|k|M|G|Ki|Mi|Gi|Ei|e9)?") {
+            let _ = parse_nano(&text);
+        }
+
+        #[test]
+        fn a_formatted_value_reads_back(
+            value in any::<i64>(),
+            resource in prop_oneof![Just(CPU), Just("memory"), Just("nvidia.com/gpu")],
+        ) {
+            prop_assert_eq!(resource_value(resource, &format_quantity(resource, value)), Ok(value));
+        }
+    }
+}
