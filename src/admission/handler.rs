@@ -241,6 +241,4 @@ pub fn converter() -> Converter {
 }
 
 #[cfg(test)]
-mod properties;
-#[cfg(test)]
 mod tests;

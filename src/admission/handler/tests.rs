@@ -1,5 +1,7 @@
 //! The handler end to end over AdmissionRequests: routing, patches, denials and warnings.
 
+mod properties;
+
 use std::sync::Arc;
 
 use pretty_assertions::assert_eq;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::*;
+use super::super::*;
 use crate::config::LoadOptions;
 use crate::testing::lookup::InMemoryLookup;
 use crate::webhook::review::parse_admission_review;
