@@ -11,12 +11,13 @@
 //! by default it runs admitter-only, as minimalkueue runs without Kueue's webhooks).
 
 use std::{
+    collections::BTreeMap,
     error::Error,
     path::{Path, PathBuf},
     time::Duration,
 };
 
-use kuota_cluster::kueue_runner::{self, Admitter, Outcome, Scenario, Tools};
+use kuota_cluster::kueue_runner::{self, Admitter, Outcome, RequestKind, Scenario, Tools};
 
 type BenchResult<T> = Result<T, Box<dyn Error>>;
 
@@ -322,7 +323,62 @@ fn render(
     for run in incomplete {
         out.push_str(&format!("\n- did not complete: {run}"));
     }
+    out.push_str(&requests_table(&names, results));
     out.push_str(&format!("\n<!-- /{} -->\n", marker(&scenario.name)));
+    out
+}
+
+/// Rows of the request table: the kinds with the most requests, then the rest summed.
+const REQUEST_ROWS: usize = 12;
+
+/// kube-apiserver's requests by kind for each admitter (medians over its runs), the kinds with
+/// the most requests first: what each admitter's run cost the API server.
+fn requests_table(names: &[&str], results: &[(&'static str, Vec<Outcome>)]) -> String {
+    let median_of = |outcomes: &[Outcome], kind: Option<&RequestKind>| {
+        let mut values: Vec<u64> = outcomes
+            .iter()
+            .map(|outcome| match kind {
+                Some(kind) => outcome.requests.get(kind).copied().unwrap_or(0),
+                None => outcome.requests.values().sum(),
+            })
+            .collect();
+        values.sort_unstable();
+        values.get(values.len() / 2).copied().unwrap_or(0)
+    };
+    let mut totals: BTreeMap<&RequestKind, u64> = BTreeMap::new();
+    for (_, outcomes) in results {
+        for outcome in outcomes {
+            for (kind, count) in &outcome.requests {
+                *totals.entry(kind).or_default() += count;
+            }
+        }
+    }
+    if totals.is_empty() {
+        return String::new();
+    }
+    let mut kinds: Vec<(&RequestKind, u64)> = totals.into_iter().collect();
+    kinds.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    let mut out = String::from(
+        "\n\nkube-apiserver's requests during the run (`apiserver_request_total`, read every 10 s; the runner's own requests are in both columns):\n\n| resource | verb |",
+    );
+    for name in names {
+        out.push_str(&format!(" {name} |"));
+    }
+    out.push('\n');
+    out.push_str(&"|---".repeat(names.len() + 2));
+    out.push_str("|\n");
+    for (kind, _) in kinds.iter().take(REQUEST_ROWS) {
+        out.push_str(&format!("| `{}` | {} |", kind.resource, kind.verb));
+        for (_, outcomes) in results {
+            out.push_str(&format!(" {} |", median_of(outcomes, Some(kind))));
+        }
+        out.push('\n');
+    }
+    out.push_str("| all | |");
+    for (_, outcomes) in results {
+        out.push_str(&format!(" {} |", median_of(outcomes, None)));
+    }
+    out.push('\n');
     out
 }
 

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kuota_cluster::kueue_runner::{self, Admitter, Scenario};
+use kuota_cluster::kueue_runner::{self, Admitter, RequestKind, Scenario};
 use serde_json::json;
 
 /// One cohort of two ClusterQueues sharing 40 CPUs; 20 one-CPU and 4 whole-queue Workloads
@@ -88,5 +88,16 @@ fn kueues_runner_drives_kuota_and_kueue_through_a_tiny_scenario() {
         );
         assert!(outcome.admitter.maxrss > 0 && outcome.admitter.wall_ms > 0);
         assert!(outcome.apiserver.cpu_seconds > 0.0 && outcome.etcd.cpu_seconds > 0.0);
+        // The API server's request counts were read during the run, while Workloads were watched.
+        let workload_watches = RequestKind {
+            resource: "workloads.kueue.x-k8s.io".to_owned(),
+            verb: "WATCH".to_owned(),
+        };
+        assert!(
+            outcome.requests.get(&workload_watches) > Some(&0),
+            "{}: {:?}",
+            admitter.name(),
+            outcome.requests
+        );
     }
 }

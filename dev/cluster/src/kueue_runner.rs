@@ -9,7 +9,8 @@
 //! (finishes each Workload `runtimeMs` after it is admitted, finishes evictions), and writes
 //! `summary.yaml` and the admitter's `<name>.stats.yaml` (wall time, CPU, peak RSS). Kueue's
 //! checker then compares them with a rangespec. Here the API server's and etcd's CPU is read
-//! from `/proc` while the runner runs.
+//! from `/proc` while the runner runs, and its request counts from its `/metrics`, through the
+//! kubeconfig the runner hands the admitter.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -221,6 +222,66 @@ pub struct Outcome {
     pub etcd: ProcessUsage,
     /// Kueue's checker on the scenario's rangespec.
     pub verdict: Verdict,
+    /// kube-apiserver's requests, as of its last reading before the run ended.
+    pub requests: RequestCounts,
+}
+
+/// One kind of API request: `resource[/subresource]` (with its group) and verb.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestKind {
+    /// `workloads.kueue.x-k8s.io/status`, `events`, ...
+    pub resource: String,
+    /// `APPLY`, `PATCH`, `POST`, `WATCH`, ...
+    pub verb: String,
+}
+
+/// Requests served by kube-apiserver, by kind, summed over codes, scopes and versions.
+pub type RequestCounts = BTreeMap<RequestKind, u64>;
+
+/// Reads `apiserver_request_total` from kube-apiserver's Prometheus text; requests for no
+/// resource (`/metrics`, discovery) are left out.
+pub fn request_counts(metrics: &str) -> RequestCounts {
+    let mut counts = RequestCounts::new();
+    for line in metrics.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let Ok(value) = value.trim().parse::<f64>() else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .split("\",")
+                .find_map(|pair| pair.strip_prefix(name)?.strip_prefix("=\""))
+                .map(|value| value.trim_end_matches('"'))
+                .unwrap_or_default()
+        };
+        let resource = label("resource");
+        if resource.is_empty() {
+            continue;
+        }
+        let group = label("group");
+        let subresource = label("subresource");
+        let mut name = resource.to_owned();
+        if !group.is_empty() {
+            name = format!("{name}.{group}");
+        }
+        if !subresource.is_empty() {
+            name = format!("{name}/{subresource}");
+        }
+        let kind = RequestKind {
+            resource: name,
+            verb: label("verb").to_owned(),
+        };
+        // Counters of a few hundred thousand are exact in f64.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let value = value as u64;
+        *counts.entry(kind).or_default() += value;
+    }
+    counts
 }
 
 /// Runs the runner with `scenario` against `admitter`, in `dir` (its output directory).
@@ -239,15 +300,25 @@ pub fn run(
         } => {
             let wrapper = dir.join("kuota-serve");
             let log = dir.join("kuota.log");
-            fs::write(&wrapper, kuota_wrapper(binary, &log, *admission_webhooks))?;
+            fs::write(
+                &wrapper,
+                kuota_wrapper(binary, dir, &log, *admission_webhooks),
+            )?;
             set_executable(&wrapper)?;
             (wrapper, crds.clone(), "kuota-serve")
         }
-        Admitter::Kueue => (
-            tools.minimalkueue.clone(),
-            tools.kueue_module.join("config/components/crd/bases"),
-            "minimalkueue",
-        ),
+        Admitter::Kueue => {
+            // Same name as the real binary: the runner names the stats file after it.
+            let wrapper = dir.join("kueue-bin/minimalkueue");
+            fs::create_dir_all(dir.join("kueue-bin"))?;
+            fs::write(&wrapper, kueue_wrapper(&tools.minimalkueue, dir))?;
+            set_executable(&wrapper)?;
+            (
+                wrapper,
+                tools.kueue_module.join("config/components/crd/bases"),
+                "minimalkueue",
+            )
+        }
     };
     let mut args: Vec<String> = vec![
         format!("KUBEBUILDER_ASSETS={}", tools.control_plane.display()),
@@ -272,7 +343,15 @@ pub fn run(
         .ok_or_else(|| Error::Runner("the runner did not start".to_owned()))?;
     let deadline = Instant::now() + scenario.timeout + Duration::from_secs(300);
     let mut children: HashMap<u32, Sample> = HashMap::new();
+    let mut requests = RequestCounts::new();
+    let mut next_scrape = Instant::now() + FIRST_SCRAPE;
     while runner.is_running() {
+        if Instant::now() >= next_scrape {
+            next_scrape = Instant::now() + SCRAPE_INTERVAL;
+            if let Some(counts) = scrape_requests(tools, dir) {
+                requests = counts;
+            }
+        }
         for (pid, sample) in proc_children(runner_pid) {
             // A process on its way out reads as using nothing: keep the highest readings.
             let kept = children.entry(pid).or_insert_with(|| sample.clone());
@@ -325,7 +404,39 @@ pub fn run(
         apiserver: usage_of("kube-apiserver"),
         etcd: usage_of("etcd"),
         verdict,
+        requests,
     })
+}
+
+/// How often kube-apiserver's request counts are read during a run: rarely enough that the
+/// reading (a few MiB of metrics) costs it little, the same for either admitter.
+const SCRAPE_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The first reading comes early, so that even a run of seconds has one.
+const FIRST_SCRAPE: Duration = Duration::from_secs(3);
+
+/// The file an admitter's wrapper writes the runner's kubeconfig path to.
+const KUBECONFIG_PATH_FILE: &str = "kubeconfig-path";
+
+/// kube-apiserver's request counts now, through the admitter's kubeconfig; `None` before the
+/// admitter started or once the API server is gone.
+fn scrape_requests(tools: &Tools, dir: &Path) -> Option<RequestCounts> {
+    let kubeconfig = fs::read_to_string(dir.join(KUBECONFIG_PATH_FILE)).ok()?;
+    let output = Command::new(tools.control_plane.join("kubectl"))
+        .args([
+            "--kubeconfig",
+            kubeconfig.trim(),
+            "get",
+            "--raw",
+            "/metrics",
+        ])
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| request_counts(&String::from_utf8_lossy(&output.stdout)))
 }
 
 /// Runs Kueue's checker on a run's outputs.
@@ -365,10 +476,30 @@ pub fn check(
     Ok(Verdict { passed, failures })
 }
 
+/// The runner starts minimalkueue as `minimalkueue --kubeconfig FILE [flags]`; this script
+/// notes the kubeconfig's path and becomes minimalkueue (`exec`, so the runner's figures are
+/// minimalkueue's own).
+fn kueue_wrapper(minimalkueue: &Path, dir: &Path) -> String {
+    format!(
+        r#"#!/bin/sh
+# Written by kuota-cluster's kueue_runner: notes the kubeconfig, then runs minimalkueue.
+previous=
+for arg in "$@"; do
+  [ "$previous" = --kubeconfig ] && printf '%s\n' "$arg" > "{dir}/{file}"
+  previous=$arg
+done
+exec "{binary}" "$@"
+"#,
+        dir = dir.display(),
+        file = KUBECONFIG_PATH_FILE,
+        binary = minimalkueue.display(),
+    )
+}
+
 /// The runner starts the admitter as `<program> --kubeconfig FILE [flags]`; this script turns
 /// that into `kuota serve`, out of cluster, its webhook on a free loopback port (registered
 /// only with `admission_webhooks`).
-fn kuota_wrapper(binary: &Path, log: &Path, admission_webhooks: bool) -> String {
+fn kuota_wrapper(binary: &Path, dir: &Path, log: &Path, admission_webhooks: bool) -> String {
     format!(
         r#"#!/bin/sh
 # Written by kuota-cluster's kueue_runner: the runner's admitter command line to kuota serve.
@@ -379,6 +510,7 @@ while [ $# -gt 0 ]; do
     *) shift ;;
   esac
 done
+printf '%s\n' "$kubeconfig" > "{dir}/{file}"
 webhook={webhook}
 exec "{binary}" --kubeconfig "$kubeconfig" serve --webhook-url "https://127.0.0.1:$webhook" \
   --webhook-port "$webhook" --health-probe-addr 127.0.0.1:{health} \
@@ -394,6 +526,8 @@ exec "{binary}" --kubeconfig "$kubeconfig" serve --webhook-url "https://127.0.0.
         metrics = crate::free_port().unwrap_or(8443),
         binary = binary.display(),
         log = log.display(),
+        dir = dir.display(),
+        file = KUBECONFIG_PATH_FILE,
     )
 }
 
@@ -495,6 +629,30 @@ mod tests {
                 average_time_to_finish_ms: 2760,
                 total_evictions: 21,
             }
+        );
+    }
+
+    #[test]
+    fn request_counts_sum_codes_and_versions_per_resource_and_verb() {
+        let metrics = concat!(
+            "# TYPE apiserver_request_total counter\n",
+            "apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"kueue.x-k8s.io\",resource=\"workloads\",scope=\"resource\",subresource=\"status\",verb=\"APPLY\",version=\"v1beta2\"} 1200\n",
+            "apiserver_request_total{code=\"409\",component=\"apiserver\",dry_run=\"\",group=\"kueue.x-k8s.io\",resource=\"workloads\",scope=\"resource\",subresource=\"status\",verb=\"APPLY\",version=\"v1beta1\"} 3\n",
+            "apiserver_request_total{code=\"201\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"events\",scope=\"resource\",subresource=\"\",verb=\"POST\",version=\"v1\"} 2.5e+03\n",
+            "apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"\",scope=\"\",subresource=\"/metrics\",verb=\"GET\",version=\"\"} 9\n",
+            "apiserver_request_duration_seconds_count{verb=\"GET\"} 4\n",
+        );
+        let counts = request_counts(metrics);
+        let kind = |resource: &str, verb: &str| RequestKind {
+            resource: resource.to_owned(),
+            verb: verb.to_owned(),
+        };
+        assert_eq!(
+            counts,
+            RequestCounts::from([
+                (kind("events", "POST"), 2500),
+                (kind("workloads.kueue.x-k8s.io/status", "APPLY"), 1203),
+            ])
         );
     }
 
