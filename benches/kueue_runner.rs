@@ -386,7 +386,7 @@ fn requests_table(names: &[&str], results: &[(&'static str, Vec<Outcome>)]) -> S
 fn stats_note(dir: &Path) -> String {
     let stats = ["kuota-serve", "minimalkueue"].iter().find_map(|name| {
         let text = std::fs::read_to_string(dir.join(format!("{name}.stats.yaml"))).ok()?;
-        serde_yaml::from_str::<kueue_runner::CmdStats>(&text).ok()
+        serde_saphyr::from_str::<kueue_runner::CmdStats>(&text).ok()
     });
     match stats {
         Some(stats) => format!(

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Taint;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kuota::api::{conversion, v1beta1, v1beta2};
+use kuota::k8s::yaml;
 use pretty_assertions::assert_eq;
 
 const CLUSTER_QUEUE_V1BETA2: &str = r#"
@@ -83,7 +84,7 @@ fn quantity(value: &str) -> Quantity {
 #[test]
 fn cluster_queue_with_two_flavors_and_a_cohort() {
     let cq: v1beta2::ClusterQueue =
-        serde_yaml::from_str(CLUSTER_QUEUE_V1BETA2).expect("v1beta2 ClusterQueue");
+        yaml::from_str(CLUSTER_QUEUE_V1BETA2).expect("v1beta2 ClusterQueue");
     assert_eq!(cq.metadata.name.as_deref(), Some("team-a"));
     assert_eq!(cq.spec.cohort_name.as_deref(), Some("research"));
     assert_eq!(
@@ -132,7 +133,7 @@ fn cluster_queue_with_two_flavors_and_a_cohort() {
     );
 
     let old: v1beta1::ClusterQueue =
-        serde_yaml::from_str(CLUSTER_QUEUE_V1BETA1).expect("v1beta1 ClusterQueue");
+        yaml::from_str(CLUSTER_QUEUE_V1BETA1).expect("v1beta1 ClusterQueue");
     assert_eq!(old.spec.cohort.as_deref(), Some("research"));
     assert_eq!(old.spec.resource_groups, cq.spec.resource_groups);
     assert_eq!(v1beta2::ClusterQueue::from(old), cq);
@@ -140,8 +141,8 @@ fn cluster_queue_with_two_flavors_and_a_cohort() {
 
 #[test]
 fn v1beta1_manifest_converts_on_the_wire() {
-    let old: serde_json::Value = serde_yaml::from_str(CLUSTER_QUEUE_V1BETA1).expect("yaml");
-    let new: serde_json::Value = serde_yaml::from_str(CLUSTER_QUEUE_V1BETA2).expect("yaml");
+    let old: serde_json::Value = yaml::from_str(CLUSTER_QUEUE_V1BETA1).expect("yaml");
+    let new: serde_json::Value = yaml::from_str(CLUSTER_QUEUE_V1BETA2).expect("yaml");
     let converted = conversion::convert(old, "kueue.x-k8s.io/v1beta2").expect("converts");
     let expected =
         serde_json::to_value(serde_json::from_value::<v1beta2::ClusterQueue>(new).expect("typed"))
@@ -151,7 +152,7 @@ fn v1beta1_manifest_converts_on_the_wire() {
 
 #[test]
 fn local_queue() {
-    let lq: v1beta2::LocalQueue = serde_yaml::from_str(
+    let lq: v1beta2::LocalQueue = yaml::from_str(
         r#"
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
@@ -171,7 +172,7 @@ spec:
 
 #[test]
 fn resource_flavor_with_node_labels_and_taints() {
-    let rf: v1beta2::ResourceFlavor = serde_yaml::from_str(
+    let rf: v1beta2::ResourceFlavor = yaml::from_str(
         r#"
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
@@ -217,7 +218,7 @@ spec:
 
 #[test]
 fn workload_priority_class_fields_sit_at_the_top_level() {
-    let wpc: v1beta2::WorkloadPriorityClass = serde_yaml::from_str(
+    let wpc: v1beta2::WorkloadPriorityClass = yaml::from_str(
         r#"
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: WorkloadPriorityClass

@@ -28,15 +28,17 @@ use kuota::admission::table::{
 };
 use kuota::api::crds::{self, CONVERTED_PLURALS};
 use kuota::config::{Configuration, LoadOptions};
+use kuota::k8s::yaml;
 use pretty_assertions::assert_eq;
-use serde::Deserialize;
 use serde_json::Value;
 
 use common::deliberate::listed;
 use common::dev_tools::dev_script;
 
 /// The prefix of every object name, as a Helm expression.
-const FULLNAME: &str = r#"{{ include "kueue.fullname" . }}"#;
+// A raw string in the template action: the YAML writer would escape double quotes inside its
+// double-quoted scalars, which Go templates cannot read.
+const FULLNAME: &str = "{{ include `kueue.fullname` . }}";
 const NAMESPACE: &str = "{{ .Release.Namespace }}";
 
 fn repo(relative: &str) -> PathBuf {
@@ -80,7 +82,7 @@ fn generated_templates() -> BTreeMap<String, String> {
         } else {
             crd
         };
-        let yaml = serde_yaml::to_string(&crd).expect("CRD as YAML");
+        let yaml = yaml::to_string(&crd).expect("CRD as YAML");
         let yaml = if CONVERTED_PLURALS.contains(&plural.as_str()) {
             with_cert_manager_annotations(&yaml)
         } else {
@@ -99,8 +101,8 @@ fn generated_templates() -> BTreeMap<String, String> {
         validating_configuration(&format!("{FULLNAME}-"), client, NAMESPACE);
     let webhooks = format!(
         "{}---\n{}",
-        with_cert_manager_annotations(&serde_yaml::to_string(&mutating).expect("YAML")),
-        with_cert_manager_annotations(&serde_yaml::to_string(&validating).expect("YAML")),
+        with_cert_manager_annotations(&yaml::to_string(&mutating).expect("YAML")),
+        with_cert_manager_annotations(&yaml::to_string(&validating).expect("YAML")),
     );
     templates.insert("webhooks.yaml".to_owned(), format!("{GENERATED}{webhooks}"));
     templates
@@ -172,10 +174,7 @@ fn rendered_chart(chart: &Path, release: &str, namespace: &str, args: &[&str]) -
         String::from_utf8_lossy(&output.stderr)
     );
     let text = String::from_utf8(output.stdout).expect("UTF-8 manifests");
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|document| Value::deserialize(document).expect("a YAML document"))
-        .filter(|object| !object.is_null())
-        .collect()
+    yaml::documents(&text).expect("YAML documents")
 }
 
 fn kind_and_name(object: &Value) -> String {
@@ -450,15 +449,10 @@ fn kueues_user_facing_cluster_roles_are_rendered_alike() {
 }
 
 /// Every leaf path of a values tree (`a.b.c`); lists and empty maps are leaves.
-fn leaf_paths(
-    value: &serde_yaml::Value,
-    prefix: &str,
-    out: &mut BTreeMap<String, serde_yaml::Value>,
-) {
+fn leaf_paths(value: &Value, prefix: &str, out: &mut BTreeMap<String, Value>) {
     match value {
-        serde_yaml::Value::Mapping(map) if !map.is_empty() => {
+        Value::Object(map) if !map.is_empty() => {
             for (key, child) in map {
-                let key = key.as_str().expect("string keys");
                 let path = if prefix.is_empty() {
                     key.to_owned()
                 } else {
@@ -473,9 +467,9 @@ fn leaf_paths(
     }
 }
 
-fn values(path: &Path) -> BTreeMap<String, serde_yaml::Value> {
+fn values(path: &Path) -> BTreeMap<String, Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    let tree: serde_yaml::Value = serde_yaml::from_str(&text).expect("values YAML");
+    let tree: Value = yaml::from_str(&text).expect("values YAML");
     let mut leaves = BTreeMap::new();
     leaf_paths(&tree, "", &mut leaves);
     leaves

@@ -834,7 +834,7 @@ fn broken_cases() -> Vec<Broken> {
                 "duplicate key",
                 "",
                 &[
-                    "invalid YAML: integrations: duplicate entry with key \"frameworks\" at line 4 column 3",
+                    "invalid YAML: duplicate mapping key `frameworks` is not allowed here at line 5, column 3",
                 ],
             )
         },

@@ -38,7 +38,6 @@ use kuota_cluster::{
     KEEP_RUNNING_LABEL, KuotaProcess, TestCluster, TestNamespace, assert_success, eventually,
 };
 use pretty_assertions::assert_eq;
-use serde::Deserialize as _;
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
@@ -129,11 +128,7 @@ fn yaml_files(dir: &str) -> Vec<PathBuf> {
 /// The objects of a YAML file, as JSON.
 fn documents(path: &std::path::Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).expect("YAML file");
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|document| serde_yaml::Value::deserialize(document).expect("YAML document"))
-        .map(|document| serde_json::to_value(document).expect("JSON"))
-        .filter(|object| !object.is_null())
-        .collect()
+    kuota::k8s::yaml::documents(&text).expect("YAML documents")
 }
 
 /// The first object of `kind` in `manifests/samples/<file>`.

@@ -23,8 +23,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionVersion,
 };
 use kuota::admission::table::{mutating_configuration, validating_configuration};
+use kuota::k8s::yaml;
 use pretty_assertions::assert_eq;
-use serde::Deserialize;
 use serde_json::Value;
 
 use common::deliberate::listed;
@@ -37,7 +37,7 @@ fn kueue_crds() -> BTreeMap<String, CustomResourceDefinition> {
         let path = entry.expect("dir entry").path();
         let text = std::fs::read_to_string(&path).expect("readable CRD");
         let crd: CustomResourceDefinition =
-            serde_yaml::from_str(&text).unwrap_or_else(|error| panic!("{path:?}: {error}"));
+            yaml::from_str(&text).unwrap_or_else(|error| panic!("{path:?}: {error}"));
         crds.insert(crd.spec.names.plural.clone(), crd);
     }
     crds
@@ -314,8 +314,7 @@ fn kueue_webhooks() -> BTreeMap<String, String> {
         dev_script("dev/kueue/module.sh", &[]).join("config/components/webhook/manifests.yaml");
     let text = std::fs::read_to_string(&path).expect("Kueue's webhook manifests");
     let mut webhooks = BTreeMap::new();
-    for document in serde_yaml::Deserializer::from_str(&text) {
-        let configuration = Value::deserialize(document).expect("a YAML document");
+    for configuration in yaml::documents(&text).expect("YAML documents") {
         webhooks.extend(webhook_facts(&configuration, ""));
     }
     webhooks

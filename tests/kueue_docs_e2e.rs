@@ -20,7 +20,6 @@ use std::{
 use kuota::api::constants::{QUEUE_NAME_LABEL, RESOURCE_IN_USE_FINALIZER};
 use kuota_cluster::{KuotaProcess, TestCluster, eventually};
 use pretty_assertions::assert_eq;
-use serde::Deserialize as _;
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
@@ -115,11 +114,7 @@ fn yaml_files(dir: &Path) -> Vec<PathBuf> {
 /// The objects of a fixture file, in order, as JSON.
 fn documents(name: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(fixture(name)).expect("fixture file");
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|document| serde_yaml::Value::deserialize(document).expect("YAML document"))
-        .map(|document| serde_json::to_value(document).expect("JSON"))
-        .filter(|object| !object.is_null())
-        .collect()
+    kuota::k8s::yaml::documents(&text).expect("YAML documents")
 }
 
 fn text_at<'a>(object: &'a Value, pointer: &str) -> &'a str {

@@ -42,7 +42,7 @@ fn tiny_scenario(dir: &Path) -> Scenario {
     });
     let write = |name: &str, value: &serde_json::Value| -> PathBuf {
         let path = dir.join(name);
-        std::fs::write(&path, serde_yaml::to_string(value).unwrap()).unwrap();
+        std::fs::write(&path, kuota::k8s::yaml::to_string(value).unwrap()).unwrap();
         path
     };
     Scenario {

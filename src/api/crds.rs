@@ -38,7 +38,7 @@ pub enum CrdError {
         name: String,
         /// Encoding error.
         #[source]
-        source: serde_yaml::Error,
+        source: crate::k8s::yaml::SerializeError,
     },
 
     /// A manifest file could not be written.
@@ -216,7 +216,7 @@ pub fn with_conversion_webhook(
 
 /// The manifest of `crd`: the generated-file header followed by the CRD as YAML.
 pub fn render_yaml(crd: &CustomResourceDefinition) -> Result<String, CrdError> {
-    let yaml = serde_yaml::to_string(crd).map_err(|source| CrdError::Render {
+    let yaml = crate::k8s::yaml::to_string(crd).map_err(|source| CrdError::Render {
         name: crd.metadata.name.clone().unwrap_or_default(),
         source,
     })?;
@@ -740,7 +740,8 @@ mod tests {
             "{yaml}"
         );
         assert_eq!(render_yaml(&crd).expect("renders"), yaml);
-        let parsed: CustomResourceDefinition = serde_yaml::from_str(&yaml).expect("parses back");
+        let parsed: CustomResourceDefinition =
+            crate::k8s::yaml::from_str(&yaml).expect("parses back");
         assert_eq!(parsed, crd);
         assert_eq!(file_name("cohorts"), "kueue.x-k8s.io_cohorts.yaml");
     }

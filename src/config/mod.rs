@@ -565,7 +565,7 @@ pub enum ConfigError {
     },
     /// The file is not YAML.
     #[error("invalid YAML: {0}")]
-    Yaml(#[from] serde_yaml::Error),
+    Yaml(#[from] crate::k8s::yaml::Error),
     /// Strict decoding failed: an unknown field or a value of the wrong type.
     #[error("{}", if path.is_empty() || path == "." { message.clone() } else { format!("{path}: {message}") })]
     Decode {
@@ -607,8 +607,8 @@ impl Configuration {
 
     /// Decodes, defaults and validates a configuration file's text.
     pub fn from_yaml(text: &str, options: &LoadOptions) -> Result<Self, ConfigError> {
-        let document: serde_yaml::Value = serde_yaml::from_str(text)?;
-        let serde_yaml::Value::Mapping(fields) = &document else {
+        let document: serde_json::Value = crate::k8s::yaml::from_str(text)?;
+        let serde_json::Value::Object(fields) = &document else {
             return Err(ConfigError::Decode {
                 path: String::new(),
                 message: format!(
@@ -644,21 +644,20 @@ impl Configuration {
     }
 }
 
-fn decode<T: serde::de::DeserializeOwned>(document: serde_yaml::Value) -> Result<T, ConfigError> {
+fn decode<T: serde::de::DeserializeOwned>(document: serde_json::Value) -> Result<T, ConfigError> {
     serde_path_to_error::deserialize(document).map_err(|error| ConfigError::Decode {
         path: error.path().to_string(),
         message: error.into_inner().to_string(),
     })
 }
 
-fn yaml_kind(value: &serde_yaml::Value) -> &'static str {
+fn yaml_kind(value: &serde_json::Value) -> &'static str {
     match value {
-        serde_yaml::Value::Null => "an empty document",
-        serde_yaml::Value::Sequence(_) => "a list",
-        serde_yaml::Value::Mapping(_) => "a mapping",
-        serde_yaml::Value::Tagged(_) => "a tagged value",
-        serde_yaml::Value::Bool(_)
-        | serde_yaml::Value::Number(_)
-        | serde_yaml::Value::String(_) => "a scalar",
+        serde_json::Value::Null => "an empty document",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "a mapping",
+        serde_json::Value::Bool(_)
+        | serde_json::Value::Number(_)
+        | serde_json::Value::String(_) => "a scalar",
     }
 }

@@ -58,11 +58,11 @@ const PREEMPTION_STRATEGY_SETS: &[&[PreemptionStrategy]] = &[
 
 /// Checks `apiVersion` and `kind` before the body is decoded, reporting both at once.
 pub(super) fn api_version_and_kind(
-    fields: &serde_yaml::Mapping,
+    fields: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<ApiVersion, ConfigError> {
     let mut errors = Vec::new();
     let api_version = match fields.get("apiVersion") {
-        None | Some(serde_yaml::Value::Null) => {
+        None | Some(serde_json::Value::Null) => {
             errors.push(FieldError::required(
                 "apiVersion",
                 format!(
@@ -76,7 +76,7 @@ pub(super) fn api_version_and_kind(
             ));
             None
         }
-        Some(serde_yaml::Value::String(name)) => {
+        Some(serde_json::Value::String(name)) => {
             let version = ApiVersion::from_name(name);
             if version.is_none() {
                 errors.push(FieldError::not_supported(
@@ -97,14 +97,14 @@ pub(super) fn api_version_and_kind(
         }
     };
     match fields.get("kind") {
-        None | Some(serde_yaml::Value::Null) => {
+        None | Some(serde_json::Value::Null) => {
             errors.push(FieldError::required(
                 "kind",
                 format!("must be {}", quote(KIND)),
             ));
         }
-        Some(serde_yaml::Value::String(kind)) if kind == KIND => {}
-        Some(serde_yaml::Value::String(kind)) => {
+        Some(serde_json::Value::String(kind)) if kind == KIND => {}
+        Some(serde_json::Value::String(kind)) => {
             errors.push(FieldError::not_supported("kind", kind, &[KIND]));
         }
         Some(other) => errors.push(FieldError::not_supported(

@@ -38,8 +38,8 @@ pub struct Configuration {
     pub wait_for_pods_ready: Option<WaitForPodsReady>,
     pub client_connection: Option<ClientConnection>,
     pub integrations: Option<Integrations>,
-    pub queue_visibility: Option<serde_yaml::Value>,
-    pub multi_kueue: Option<serde_yaml::Value>,
+    pub queue_visibility: Option<serde_json::Value>,
+    pub multi_kueue: Option<serde_json::Value>,
     pub fair_sharing: Option<FairSharing>,
     pub admission_fair_sharing: Option<AdmissionFairSharing>,
     pub resources: Option<Resources>,
@@ -52,7 +52,7 @@ pub struct Configuration {
     pub health: Option<Health>,
     pub pprof_bind_address: Option<String>,
     pub controller: Option<Controller>,
-    pub tls: Option<serde_yaml::Value>,
+    pub tls: Option<serde_json::Value>,
     /// Kuota extension, as in v1beta2.
     pub queue_reference_policy: Option<String>,
 }
@@ -82,7 +82,7 @@ pub struct FairSharing {
 pub struct Integrations {
     pub frameworks: Option<Vec<String>>,
     pub external_frameworks: Option<Vec<String>>,
-    pub pod_options: Option<serde_yaml::Value>,
+    pub pod_options: Option<serde_json::Value>,
     pub label_keys_to_copy: Option<Vec<String>>,
 }
 
@@ -92,7 +92,7 @@ pub struct Integrations {
 pub struct Resources {
     pub exclude_resource_prefixes: Option<Vec<String>>,
     pub transformations: Option<Vec<ResourceTransformation>>,
-    pub device_class_mappings: Option<Vec<serde_yaml::Value>>,
+    pub device_class_mappings: Option<Vec<serde_json::Value>>,
 }
 
 /// A v1beta1 file converted to the hub, with what the conversion dropped.
@@ -186,7 +186,7 @@ mod tests {
     use super::*;
 
     fn convert(yaml: &str) -> Converted {
-        serde_yaml::from_str::<Configuration>(yaml)
+        crate::k8s::yaml::from_str::<Configuration>(yaml)
             .unwrap()
             .into_hub()
     }

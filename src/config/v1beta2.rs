@@ -27,13 +27,13 @@ pub struct Configuration {
     pub wait_for_pods_ready: Option<WaitForPodsReady>,
     pub client_connection: Option<ClientConnection>,
     pub integrations: Option<Integrations>,
-    pub multi_kueue: Option<serde_yaml::Value>,
+    pub multi_kueue: Option<serde_json::Value>,
     pub fair_sharing: Option<FairSharing>,
     pub admission_fair_sharing: Option<AdmissionFairSharing>,
     pub resources: Option<Resources>,
     pub feature_gates: Option<BTreeMap<String, bool>>,
     pub object_retention_policies: Option<ObjectRetentionPolicies>,
-    pub visibility_server: Option<serde_yaml::Value>,
+    pub visibility_server: Option<serde_json::Value>,
     // Kueue's inlined `ControllerManager` section.
     pub webhook: Option<Webhook>,
     pub leader_election: Option<LeaderElection>,
@@ -41,7 +41,7 @@ pub struct Configuration {
     pub health: Option<Health>,
     pub pprof_bind_address: Option<String>,
     pub controller: Option<Controller>,
-    pub tls: Option<serde_yaml::Value>,
+    pub tls: Option<serde_json::Value>,
     /// Kuota extension: `Reject` or `Warn`, see [`super::QueueReferencePolicy`].
     pub queue_reference_policy: Option<String>,
 }
@@ -74,7 +74,7 @@ pub struct LeaderElection {
 pub struct Metrics {
     pub bind_address: Option<String>,
     pub enable_cluster_queue_resources: Option<bool>,
-    pub custom_labels: Option<Vec<serde_yaml::Value>>,
+    pub custom_labels: Option<Vec<serde_json::Value>>,
     pub local_queue_metrics: Option<LocalQueueMetrics>,
 }
 
@@ -174,7 +174,7 @@ pub struct Resources {
     pub quota_check_strategy: Option<String>,
     pub exclude_resource_prefixes: Option<Vec<String>>,
     pub transformations: Option<Vec<ResourceTransformation>>,
-    pub device_class_mappings: Option<Vec<serde_yaml::Value>>,
+    pub device_class_mappings: Option<Vec<serde_json::Value>>,
 }
 
 /// One entry of `resources.transformations`.

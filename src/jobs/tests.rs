@@ -1609,7 +1609,7 @@ fn test_crds_parse_and_match_the_table() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let crd: CustomResourceDefinition =
-            serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            crate::k8s::yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let version = &crd.spec.versions[0];
         let framework = by_gvk(&crd.spec.group, &version.name, &crd.spec.names.kind)
             .unwrap_or_else(|| panic!("{} is not a known job kind", path.display()));

@@ -350,9 +350,9 @@ mod tests {
 
     #[test]
     fn deserializes_from_strings_only() {
-        let parsed: GoDuration = serde_yaml::from_str("\"1h30m\"").unwrap();
+        let parsed: GoDuration = crate::k8s::yaml::from_str("\"1h30m\"").unwrap();
         assert_eq!(parsed, GoDuration::from_mins(90));
-        let error = serde_yaml::from_str::<GoDuration>("5x").unwrap_err();
+        let error = crate::k8s::yaml::from_str::<GoDuration>("5x").unwrap_err();
         assert!(
             error
                 .to_string()
@@ -360,7 +360,7 @@ mod tests {
             "{error}"
         );
         // A YAML number is not a duration (it reaches us as a parsed YAML value).
-        let error = serde_yaml::from_value::<GoDuration>(serde_yaml::Value::from(30)).unwrap_err();
+        let error = serde_json::from_value::<GoDuration>(serde_json::Value::from(30)).unwrap_err();
         assert!(
             error.to_string().starts_with(
                 "invalid type: integer `30`, expected a Go duration string such as \"30s\" or \"1h30m\""

@@ -380,9 +380,9 @@ pub fn run(
             runner.log_tail(20)
         )));
     }
-    let summary: Summary = serde_yaml::from_str(&fs::read_to_string(dir.join("summary.yaml"))?)?;
+    let summary: Summary = serde_saphyr::from_str(&fs::read_to_string(dir.join("summary.yaml"))?)?;
     let stats_file = dir.join(format!("{stats_name}.stats.yaml"));
-    let admitter_stats: CmdStats = serde_yaml::from_str(&fs::read_to_string(&stats_file)?)?;
+    let admitter_stats: CmdStats = serde_saphyr::from_str(&fs::read_to_string(&stats_file)?)?;
     let usage_of = |name: &str| {
         children.values().filter(|sample| sample.name == name).fold(
             ProcessUsage::default(),
@@ -615,7 +615,7 @@ mod tests {
 
     #[test]
     fn the_summary_reads_as_the_runner_writes_it() {
-        let summary: Summary = serde_yaml::from_str(
+        let summary: Summary = serde_saphyr::from_str(
             "clusterQueueClasses:\n  cq:\n    cpuAverageUsage: 29769\n    cpuUsed: 227174000\n    firstEventTime: \"2026-12-01T11:53:25.506420046Z\"\n    lastEventTime: \"2026-12-01T11:53:33.137534835Z\"\n    nominalQuota: 40000\ndroppedWorkloadEvents: 0\nworkloadClasses:\n  small:\n    averageTimeToAdmissionMs: 2458\n    averageTimeToFinishMs: 2760\n    count: 40\n    totalEvictions: 21\n",
         )
         .unwrap();

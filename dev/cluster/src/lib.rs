@@ -38,7 +38,6 @@ use kube::{
     api::{DeleteParams, Patch, PatchParams, PostParams},
     config::{KubeConfigOptions, Kubeconfig},
 };
-use serde::Deserialize as _;
 use serde_json::json;
 
 pub use process::{Supervised, free_port};
@@ -60,7 +59,7 @@ pub enum Error {
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
     #[error("yaml: {0}")]
-    Yaml(#[from] serde_yaml::Error),
+    Yaml(#[from] serde_saphyr::Error),
     #[error("building the control plane failed (dev/cluster/build.sh): {0}")]
     Build(String),
     #[error("{component} did not become ready within {seconds}s; last log lines:\n{log}")]
@@ -426,11 +425,9 @@ impl ControlPlane {
         let mut crds = Vec::new();
         for path in paths {
             let text = std::fs::read_to_string(path)?;
-            for doc in serde_yaml::Deserializer::from_str(&text) {
-                let value = serde_yaml::Value::deserialize(doc)?;
-                if !value.is_null() {
-                    crds.push(serde_yaml::from_value(value)?);
-                }
+            let documents: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text)?;
+            for document in documents.into_iter().filter(|document| !document.is_null()) {
+                crds.push(serde_json::from_value(document)?);
             }
         }
         self.install_crds(&crds).await

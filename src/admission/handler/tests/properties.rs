@@ -24,12 +24,12 @@ fn samples() -> Vec<Value> {
     let mut objects = Vec::new();
     for path in paths {
         let text = std::fs::read_to_string(&path).expect("a sample");
-        for document in serde_yaml::Deserializer::from_str(&text) {
-            let object: Value = serde::Deserialize::deserialize(document).expect("YAML");
-            if object.is_object() {
-                objects.push(object);
-            }
-        }
+        objects.extend(
+            crate::k8s::yaml::documents(&text)
+                .expect("YAML")
+                .into_iter()
+                .filter(Value::is_object),
+        );
     }
     objects
 }
