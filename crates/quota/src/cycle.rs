@@ -50,12 +50,16 @@ pub fn cycle(snapshot: &Snapshot, queues: &mut Queues) -> Vec<Decision> {
         work.add_cq_usage(cq, &held);
     }
 
-    // ClusterQueues whose head issued preemptions in this cycle: their later heads may still
-    // be admitted where they fit, but do not preempt. Kueue evaluates one head per ClusterQueue
-    // per cycle, and a preemptor stays the head until admitted, so nothing behind it preempts
-    // meanwhile; without this, every later head would see the preemptor's usage on top of its
-    // victims' and preempt more.
-    let mut preempting = BTreeSet::new();
+    // ClusterQueues with a preemptor, issued in this cycle or waiting from an earlier one for
+    // its victims to go: their later heads may still be admitted where they fit, but do not
+    // preempt. Kueue evaluates one head per ClusterQueue per cycle, and a preemptor stays the
+    // head until admitted, so nothing behind it preempts meanwhile; without this, every later
+    // head would see the preemptor's usage on top of its victims' and preempt more, where the
+    // capacity that running workloads free by finishing would often have been enough.
+    let mut preempting: BTreeSet<usize> = queues
+        .awaiting_preemption()
+        .filter_map(|name| work.cq_index.get(name).copied())
+        .collect();
     loop {
         let heads = pop_heads(&work, queues, &mut decisions);
         if heads.is_empty() {

@@ -526,6 +526,35 @@ fn nothing_behind_a_preemptor_preempts_in_the_same_cycle() {
 }
 
 #[test]
+fn nothing_behind_a_waiting_preemptor_preempts_in_later_cycles() {
+    let queue = || cq_cpu("cq", 10).within(PreemptionPolicy::LowerPriority);
+    let low = |i: i64| wl(&format!("low-{i}"), "cq", 0, 2).admitted_in("cq", "default", i);
+    let mut queues = Queues::new();
+    queues.push(wl("high", "cq", 5, 4).priority(10));
+    assert_eq!(
+        cycle(
+            &snapshot(vec![queue()], (1..=5).map(low).collect()),
+            &mut queues
+        ),
+        vec![preempt(
+            "high",
+            vec![in_queue("low-5", "high"), in_queue("low-4", "high")],
+            &pending_preemption(&unused("cpu", "default", 4), 2)
+        )]
+    );
+    // A later cycle, the victims still being evicted: "mid" waits behind the preemptor (the
+    // running workloads may well finish before its turn) instead of preempting "low-3".
+    let evicting: Vec<Workload> = (1..=5)
+        .map(|i| if i >= 4 { low(i).evicted() } else { low(i) })
+        .collect();
+    queues.push(wl("mid", "cq", 6, 2).priority(5));
+    assert_eq!(
+        cycle(&snapshot(vec![queue()], evicting), &mut queues),
+        vec![waiting("mid", "default", 2)]
+    );
+}
+
+#[test]
 fn strict_fifo_preemptor_holds_its_capacity() {
     let queues_of = || {
         vec![
