@@ -12,6 +12,7 @@
 mod common {
     pub mod audit;
     pub mod dev_tools;
+    pub mod log_leaks;
 }
 
 use std::cell::Cell;
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, Subject};
 use kube::api::{ListParams, ObjectList};
 use kube::{Api, Client, ResourceExt};
@@ -34,10 +35,12 @@ use serde_json::{Value, json};
 
 use common::audit::{self, Access, Mismatch};
 use common::dev_tools::dev_script;
+use common::log_leaks;
 
 const WAIT: Duration = Duration::from_secs(180);
 const NAMESPACE: &str = "kueue-system";
 const DEPLOYMENT: &str = "kueue-controller-manager";
+const CERT_SECRET: &str = "kueue-webhook-server-cert";
 /// The ServiceAccount the controller runs as, as the API server names its user.
 const CONTROLLER_USER: &str = "system:serviceaccount:kueue-system:kueue-controller-manager";
 /// Kueue's default leader election Lease.
@@ -474,6 +477,59 @@ async fn admit_every_kind(
     every_kind
 }
 
+/// The controller's logs of `pods` show none of the certificate Secret's private keys, nor
+/// `token`, nor a whole object.
+async fn assert_logs_keep_secrets(
+    client: &Client,
+    kubectl: &impl Fn(&[&str]) -> Output,
+    pods: &[&str],
+    token: &str,
+) {
+    let secret = Api::<Secret>::namespaced(client.clone(), NAMESPACE)
+        .get(CERT_SECRET)
+        .await
+        .expect("the certificate Secret");
+    let keys: Vec<(String, String)> = secret
+        .data
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(name, _)| name.ends_with(".key"))
+        .map(|(name, bytes)| (name, String::from_utf8_lossy(&bytes.0).into_owned()))
+        .collect();
+    assert_eq!(
+        keys.iter()
+            .map(|(name, _)| name.as_str())
+            .collect::<Vec<_>>(),
+        ["ca.key", "tls.key"]
+    );
+    let mut secrets = vec![log_leaks::Secret {
+        what: "the metrics scraper's token",
+        text: token,
+    }];
+    for (name, pem) in &keys {
+        secrets.extend(
+            log_leaks::pem_lines(pem)
+                .into_iter()
+                .map(|line| log_leaks::Secret {
+                    what: name.as_str(),
+                    text: line,
+                }),
+        );
+    }
+    let mut found = Vec::new();
+    for pod in pods {
+        let logs = kubectl(&["logs", "-n", NAMESPACE, pod]);
+        assert_success(&logs);
+        let logs = stdout(&logs);
+        assert!(
+            logs.contains("webhook server listening"),
+            "{pod} logs: {logs}"
+        );
+        found.extend(log_leaks::leaks(pod, &logs, &secrets));
+    }
+    assert!(found.is_empty(), "the controller's logs leak: {found:#?}");
+}
+
 /// Each pod answers a Job's AdmissionReview at its own IP, with the same patch.
 async fn assert_both_answer_the_webhook(https: &reqwest::Client, pods: &BTreeMap<String, Pod>) {
     let mut answers = BTreeMap::new();
@@ -643,6 +699,44 @@ fn the_rbac_check_finds_refused_calls_unlisted_calls_and_unused_rules() {
     );
 }
 
+#[test]
+fn the_log_check_finds_tokens_key_lines_private_keys_and_whole_objects() {
+    let key = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49\nAwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n";
+    assert_eq!(
+        log_leaks::pem_lines(key),
+        ["MIGHAgEAMBMGByqGSM49AgEGCCqGSM49", "AwEHBG0wawIBAQQg"]
+    );
+    let secrets = [
+        log_leaks::Secret {
+            what: "the token",
+            text: "eyJhbGciOi.secret",
+        },
+        log_leaks::Secret {
+            what: "tls.key",
+            text: "AwEHBG0wawIBAQQg",
+        },
+    ];
+    let log = concat!(
+        "{\"level\":\"INFO\",\"message\":\"admitted\",\"workload\":\"team-a/job-1\"}\n",
+        "authorization: Bearer eyJhbGciOi.secret\n",
+        "read key AwEHBG0wawIBAQQg\n",
+        "-----BEGIN EC PRIVATE KEY-----\n",
+        "{\"object\":{\"metadata\":{\"name\":\"x\"}}}\n",
+        "Workload { metadata: ObjectMeta { name: Some(\"x\") } }\n",
+    );
+    assert_eq!(
+        log_leaks::leaks("pod", log, &secrets),
+        [
+            "pod:2: the token",
+            "pod:3: tls.key",
+            "pod:4: a PEM private key",
+            "pod:5: a whole object (\"metadata\":{)",
+            "pod:6: a whole object (ObjectMeta {)",
+        ]
+    );
+    assert!(log_leaks::leaks("pod", "line one\nline two\n", &secrets).is_empty());
+}
+
 #[tokio::test]
 async fn the_source_documents_install_steps_run_kuota_in_a_pod() {
     kuota::tls::install_crypto_provider();
@@ -795,6 +889,8 @@ async fn the_source_documents_install_steps_run_kuota_in_a_pod() {
     );
     assert_eq!(scrape(&https, &url, None).await.0, 401);
     let rss = (proc_status(pid, "VmRSS"), proc_status(pid, "VmHWM"));
+    // The first pod made the certificates, admitted every kind and answered the scrapes.
+    assert_logs_keep_secrets(&client, &kubectl, &[first_pod.as_str()], &token).await;
 
     // A feature gate turned off: the pod rolls and its LocalQueue series are gone.
     let gates = local_queue_metrics_off(dir.path());
@@ -861,6 +957,8 @@ async fn the_source_documents_install_steps_run_kuota_in_a_pod() {
         )
     });
     assert_both_answer_the_webhook(&https, &pods).await;
+    let pod_names: Vec<&str> = pods.keys().map(String::as_str).collect();
+    assert_logs_keep_secrets(&client, &kubectl, &pod_names, &token).await;
 
     let granted = controller_permissions(&client).await;
     let audited_before_uninstall = std::fs::read_to_string(plane.audit_log())
