@@ -215,7 +215,8 @@ fn render(
     let workload_classes: Vec<String> = sample
         .map(|o| o.summary.workload_classes.keys().cloned().collect())
         .unwrap_or_default();
-    for class in workload_classes {
+    for class in &workload_classes {
+        let class = class.clone();
         let label = format!("average time to admission, {class} (s)");
         rows.push((label, Box::new(move |o: &Outcome| class_tta(o, &class))));
     }
@@ -248,6 +249,18 @@ fn render(
             )
         }),
     ));
+    for class in &workload_classes {
+        let class = class.clone();
+        rows.push((
+            format!("evictions, {class}"),
+            Box::new(move |o: &Outcome| {
+                o.summary
+                    .workload_classes
+                    .get(&class)
+                    .map_or(f64::NAN, |c| lossless(c.total_evictions))
+            }),
+        ));
+    }
 
     let names: Vec<&str> = results.iter().map(|(name, _)| *name).collect();
     let mut out = String::new();
