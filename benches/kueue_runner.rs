@@ -8,7 +8,9 @@
 //! `--only kuota|kueue`, `--timeout SECONDS` (the runner's, default 900), `--out FILE` (the
 //! Markdown file whose section for the scenario is replaced, default `BENCHMARKS.md`;
 //! `--out -` prints only), `--kuota-webhooks` (Kuota with its admission webhooks registered;
-//! by default it runs admitter-only, as minimalkueue runs without Kueue's webhooks).
+//! by default it runs admitter-only, as minimalkueue runs without Kueue's webhooks), `--keep DIR`
+//! (each run's directory, with the runner's `summary.yaml`, its log and the admitter's, is kept
+//! under DIR instead of a temporary directory removed at the end).
 
 use std::{
     collections::BTreeMap,
@@ -30,6 +32,7 @@ struct Options {
     timeout: Duration,
     out: String,
     kuota_webhooks: bool,
+    keep: Option<PathBuf>,
 }
 
 fn options() -> BenchResult<Options> {
@@ -42,6 +45,7 @@ fn options() -> BenchResult<Options> {
         timeout: Duration::from_secs(900),
         out: "BENCHMARKS.md".to_owned(),
         kuota_webhooks: false,
+        keep: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -57,6 +61,7 @@ fn options() -> BenchResult<Options> {
             "--timeout" => options.timeout = Duration::from_secs(value()?.parse()?),
             "--out" => options.out = value()?,
             "--kuota-webhooks" => options.kuota_webhooks = true,
+            "--keep" => options.keep = Some(value()?.into()),
             other => return Err(format!("unknown flag {other}").into()),
         }
     }
@@ -105,13 +110,22 @@ fn main() -> BenchResult<()> {
             .is_none_or(|only| admitter.name().eq_ignore_ascii_case(only))
     })
     .collect();
-    let work = tempfile::tempdir()?;
+    let temporary = tempfile::tempdir()?;
+    let work = options.keep.as_deref().unwrap_or(temporary.path());
+    // A summary left by an earlier run would pass for this run's.
+    if let Some(keep) = &options.keep
+        && keep
+            .read_dir()
+            .is_ok_and(|mut entries| entries.next().is_some())
+    {
+        return Err(format!("--keep {}: the directory is not empty", keep.display()).into());
+    }
     let mut results: Vec<(&'static str, Vec<Outcome>)> = Vec::new();
     let mut incomplete: Vec<String> = Vec::new();
     for admitter in &admitters {
         let mut outcomes = Vec::new();
         for repeat in 0..options.repeats {
-            let dir = work.path().join(format!("{}-{repeat}", admitter.name()));
+            let dir = work.join(format!("{}-{repeat}", admitter.name()));
             eprintln!(
                 "kueue_runner: {} on {} (run {} of {})",
                 admitter.name(),
