@@ -3,7 +3,7 @@
 //! a memory of failed workload shapes so identical workloads are not evaluated again.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use jiff::Timestamp;
 
@@ -98,8 +98,6 @@ struct ClusterQueueQueue {
     /// Capacity held back by workloads that wait without being re-evaluated: a blocked head
     /// waiting for quota, or a preemptor waiting for its victims to go.
     holds: BTreeMap<String, Usage>,
-    /// Parked preemptors waiting for their victims to go.
-    preemptors: BTreeSet<String>,
 }
 
 impl ClusterQueueQueue {
@@ -135,7 +133,6 @@ impl ClusterQueueQueue {
             self.sticky = None;
         }
         self.holds.remove(key);
-        self.preemptors.remove(key);
         self.remove_active(key)
             .or_else(|| self.backoff.remove(key))
             .or_else(|| self.inadmissible.remove(key).map(|parked| parked.workload))
@@ -156,7 +153,6 @@ impl ClusterQueueQueue {
     fn requeue_all(&mut self) {
         self.unblock();
         self.holds.clear();
-        self.preemptors.clear();
         self.failed_shapes.clear();
         for (key, parked) in std::mem::take(&mut self.inadmissible) {
             if parked.sticky {
@@ -382,9 +378,6 @@ impl Queues {
             if !held.is_empty() {
                 queue.holds.insert(workload.key.clone(), held);
             }
-            if sticky {
-                queue.preemptors.insert(workload.key.clone());
-            }
             queue
                 .inadmissible
                 .insert(workload.key.clone(), Parked { workload, sticky });
@@ -395,7 +388,7 @@ impl Queues {
     pub(super) fn awaiting_preemption(&self) -> impl Iterator<Item = &str> {
         self.queues
             .iter()
-            .filter(|(_, queue)| !queue.preemptors.is_empty())
+            .filter(|(_, queue)| queue.inadmissible.values().any(|parked| parked.sticky))
             .map(|(name, _)| name.as_str())
     }
 
