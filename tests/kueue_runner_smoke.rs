@@ -88,13 +88,14 @@ fn kueues_runner_drives_kuota_and_kueue_through_a_tiny_scenario() {
         );
         assert!(outcome.admitter.maxrss > 0 && outcome.admitter.wall_ms > 0);
         assert!(outcome.apiserver.cpu_seconds > 0.0 && outcome.etcd.cpu_seconds > 0.0);
-        // The API server's request counts were read during the run, while Workloads were watched.
-        let workload_watches = RequestKind {
-            resource: "workloads.kueue.x-k8s.io".to_owned(),
-            verb: "WATCH".to_owned(),
+        // The API server's request counts were read during the run (not its watches: the API
+        // server counts a watch when it ends), the queues the runner made among them.
+        let queue_creates = RequestKind {
+            resource: "clusterqueues.kueue.x-k8s.io".to_owned(),
+            verb: "POST".to_owned(),
         };
         assert!(
-            outcome.requests.get(&workload_watches) > Some(&0),
+            outcome.requests.get(&queue_creates) > Some(&0),
             "{}: {:?}",
             admitter.name(),
             outcome.requests

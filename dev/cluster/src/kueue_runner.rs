@@ -239,7 +239,7 @@ pub struct RequestKind {
 pub type RequestCounts = BTreeMap<RequestKind, u64>;
 
 /// Reads `apiserver_request_total` from kube-apiserver's Prometheus text; requests for no
-/// resource (`/metrics`, discovery) are left out.
+/// resource (`/metrics`, discovery) are left out. A watch is counted when it ends.
 pub fn request_counts(metrics: &str) -> RequestCounts {
     let mut counts = RequestCounts::new();
     for line in metrics.lines() {
