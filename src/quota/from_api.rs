@@ -165,6 +165,9 @@ pub fn scheduler_config(config: &Configuration) -> SchedulerConfig {
                     .collect(),
             }),
         partial_admission: config.feature_gates.enabled(Feature::PartialAdmission),
+        prioritize_preemptors: config
+            .feature_gates
+            .enabled(Feature::PrioritizePreemptorWorkloads),
         format_quantity: format_for_messages,
     }
 }

@@ -16,10 +16,17 @@ use super::preemption::{self, Target};
 use super::queue::{Queues, Shape, Verdict};
 use super::snapshot::{Inactive, Snapshot};
 
+/// Kueue's messages for a head skipped for the rest of a cycle.
+const OVERLAPPING_TARGETS: &str =
+    "Workload has overlapping preemption targets with another workload";
+const NO_LONGER_FITS: &str = "Workload no longer fits after processing another workload";
+
 /// A head with its flavor assignment and preemption targets.
 struct Entry {
     workload: Workload,
     cq: usize,
+    /// It issued preemptions in an earlier cycle and waits for its victims.
+    preemptor: bool,
     assignment: Assignment,
     targets: Vec<Target>,
 }
@@ -38,10 +45,11 @@ pub fn cycle(snapshot: &Snapshot, queues: &mut Queues) -> Vec<Decision> {
     let mut work = snapshot.clone();
     let mut decisions = Vec::new();
     drain_stopped_queues(&work, &mut decisions);
+    queues.retry_preemptors();
     queues.apply_backoff(work.now);
     reject_unschedulable_queues(&work, queues, &mut decisions);
-    // Workloads that wait without re-evaluation (blocked StrictFIFO heads, preemptors) keep
-    // holding back their capacity, as Kueue's heads do by reserving it again every cycle.
+    // Blocked StrictFIFO heads wait without re-evaluation: they keep holding back their
+    // capacity, as Kueue's heads do by reserving it again every cycle.
     let held: Vec<(usize, BTreeMap<FlavorResource, Quantity>)> = queues
         .holds()
         .filter_map(|(name, held)| work.cq_index.get(name).map(|&cq| (cq, held.clone())))
@@ -50,24 +58,29 @@ pub fn cycle(snapshot: &Snapshot, queues: &mut Queues) -> Vec<Decision> {
         work.add_cq_usage(cq, &held);
     }
 
-    // ClusterQueues with a preemptor, issued in this cycle or waiting from an earlier one for
-    // its victims to go: their later heads may still be admitted where they fit, but do not
-    // preempt. Kueue evaluates one head per ClusterQueue per cycle, and a preemptor stays the
-    // head until admitted, so nothing behind it preempts meanwhile; without this, every later
-    // head would see the preemptor's usage on top of its victims' and preempt more, where the
-    // capacity that running workloads free by finishing would often have been enough.
-    let mut preempting: BTreeSet<usize> = queues
-        .awaiting_preemption()
-        .filter_map(|name| work.cq_index.get(name).copied())
-        .collect();
+    // ClusterQueues whose preemptor (evaluated first) issued or renewed preemptions in this
+    // cycle: their later heads may still be admitted where they fit, but do not preempt.
+    // Kueue evaluates one head per ClusterQueue per cycle, and a preemptor stays the head until
+    // admitted, so nothing behind it preempts meanwhile; without this, every later head would
+    // see the preemptor's usage on top of its victims' and preempt more, where the capacity
+    // that running workloads free by finishing would often have been enough.
+    let mut preempting = BTreeSet::new();
+    // ClusterQueues done for this cycle: a head that needs preemption lost its targets or its
+    // room to an earlier one, and waits for the next cycle as Kueue's skipped entries do.
+    let mut skipped = BTreeSet::new();
     loop {
-        let heads = pop_heads(&work, queues, &mut decisions);
+        let heads = pop_heads(&work, queues, &skipped, &mut decisions);
         if heads.is_empty() {
             break;
         }
         let mut entries = Vec::with_capacity(heads.len());
         let mut settled_any = false;
-        for (workload, cq) in heads {
+        for Head {
+            workload,
+            cq,
+            preemptor,
+        } in heads
+        {
             if let Some(verdict) = namespace_mismatch(&work, &workload, cq) {
                 settled_any = true;
                 decisions.push(Decision::Inadmissible {
@@ -75,7 +88,7 @@ pub fn cycle(snapshot: &Snapshot, queues: &mut Queues) -> Vec<Decision> {
                     reason: verdict.reason,
                     message: verdict.message,
                 });
-                queues.park(workload, false, BTreeMap::new());
+                queues.park(workload);
                 continue;
             }
             let may_preempt = !preempting.contains(&cq);
@@ -83,6 +96,7 @@ pub fn cycle(snapshot: &Snapshot, queues: &mut Queues) -> Vec<Decision> {
             entries.push(Entry {
                 workload,
                 cq,
+                preemptor,
                 assignment,
                 targets,
             });
@@ -93,6 +107,7 @@ pub fn cycle(snapshot: &Snapshot, queues: &mut Queues) -> Vec<Decision> {
             decisions: &mut decisions,
             reservations: Vec::new(),
             preempting: &mut preempting,
+            skipped: &mut skipped,
         };
         if !round.process(entries) && !settled_any {
             break;
@@ -152,9 +167,16 @@ fn reject_unschedulable_queues(
                 reason: verdict.reason,
                 message: verdict.message.clone(),
             });
-            queues.park(workload, false, BTreeMap::new());
+            queues.park(workload);
         }
     }
+}
+
+/// A workload popped from its queue.
+struct Head {
+    workload: Workload,
+    cq: usize,
+    preemptor: bool,
 }
 
 /// Pops one head per schedulable queue; under BestEffortFIFO, workloads shaped like one that
@@ -162,8 +184,9 @@ fn reject_unschedulable_queues(
 fn pop_heads(
     work: &Snapshot,
     queues: &mut Queues,
+    skipped: &BTreeSet<usize>,
     decisions: &mut Vec<Decision>,
-) -> Vec<(Workload, usize)> {
+) -> Vec<Head> {
     let mut heads = Vec::new();
     for name in queues.active_queue_names() {
         if queues.is_blocked(&name) {
@@ -172,7 +195,11 @@ fn pop_heads(
         let Some(&cq) = work.cq_index.get(&name) else {
             continue;
         };
+        if skipped.contains(&cq) {
+            continue;
+        }
         let best_effort = work.cqs[cq].spec.queueing_strategy == QueueingStrategy::BestEffortFifo;
+        let preemptor = queues.preemptor(&name).map(str::to_owned);
         while let Some(workload) = queues.pop(&name) {
             if workload.admission.is_some() {
                 queues.forget(&workload.key);
@@ -186,10 +213,14 @@ fn pop_heads(
                     reason: verdict.reason,
                     message: verdict.message,
                 });
-                queues.park(workload, false, BTreeMap::new());
+                queues.park(workload);
                 continue;
             }
-            heads.push((workload, cq));
+            heads.push(Head {
+                preemptor: preemptor.as_ref() == Some(&workload.key),
+                workload,
+                cq,
+            });
             break;
         }
     }
@@ -344,18 +375,22 @@ struct Round<'a> {
     reservations: Vec<(usize, BTreeMap<FlavorResource, Quantity>)>,
     /// ClusterQueues that issued preemptions in this cycle.
     preempting: &'a mut BTreeSet<usize>,
+    /// ClusterQueues whose heads wait for the next cycle.
+    skipped: &'a mut BTreeSet<usize>,
 }
 
 impl Round<'_> {
     /// Processes the entries in Kueue's order; returns whether any of them was settled.
     fn process(&mut self, mut entries: Vec<Entry>) -> bool {
         let mut settled_any = false;
+        let prioritize_preemptors = self.work.config.prioritize_preemptors;
         if self.work.config.fair_sharing.is_some() {
             while !entries.is_empty() {
                 let contenders: Vec<Contender<'_>> = entries
                     .iter()
                     .map(|entry| Contender {
                         cq: entry.cq,
+                        preemptor: prioritize_preemptors && entry.preemptor,
                         usage: &entry.assignment.usage,
                         priority: entry.workload.priority,
                         timestamp: entry.workload.queue_timestamp,
@@ -366,11 +401,12 @@ impl Round<'_> {
                 settled_any |= self.process_entry(entry) == Outcome::Settled;
             }
         } else {
-            // Non-borrowing first, then higher priority, then older.
+            // Waiting preemptors first if so configured, then non-borrowing, higher priority,
+            // older.
             entries.sort_by(|a, b| {
-                a.assignment
-                    .borrowing
-                    .cmp(&b.assignment.borrowing)
+                (prioritize_preemptors && b.preemptor)
+                    .cmp(&(prioritize_preemptors && a.preemptor))
+                    .then_with(|| a.assignment.borrowing.cmp(&b.assignment.borrowing))
                     .then_with(|| b.workload.priority.cmp(&a.workload.priority))
                     .then_with(|| a.workload.queue_timestamp.cmp(&b.workload.queue_timestamp))
             });
@@ -389,6 +425,7 @@ impl Round<'_> {
             workload,
             cq,
             assignment,
+            preemptor: _,
             targets,
         } = entry;
         let spec = Arc::clone(&self.work.cqs[cq].spec);
@@ -418,13 +455,23 @@ impl Round<'_> {
             return Outcome::Settled;
         }
 
-        // Earlier entries of this round may have claimed the victims or taken the quota.
+        // Earlier entries of this cycle may have claimed the victims or taken the quota. A head
+        // that fits is assigned again in the next round; one that preempts waits for the next
+        // cycle, when the victims claimed now are gone or still count as evicted, rather than
+        // looking for more victims on top of them.
         if targets
             .iter()
             .any(|target| self.work.claimed.contains(&target.workload.workload.key))
-            || !self.fits_after_preemption(cq, &assignment, &targets)
         {
-            self.queues.restore(workload);
+            self.skip(workload, cq, OVERLAPPING_TARGETS);
+            return Outcome::Retry;
+        }
+        if !self.fits_after_preemption(cq, &assignment, &targets) {
+            if mode == Mode::Preempt {
+                self.skip(workload, cq, NO_LONGER_FITS);
+            } else {
+                self.queues.restore(workload);
+            }
             return Outcome::Retry;
         }
 
@@ -457,11 +504,10 @@ impl Round<'_> {
                 ),
                 victims,
             });
-            if spec.queueing_strategy == QueueingStrategy::StrictFifo {
-                self.queues.block(workload, assignment.usage);
-            } else {
-                self.queues.park(workload, true, assignment.usage);
-            }
+            self.queues.wait_for_preemption(
+                workload,
+                spec.queueing_strategy == QueueingStrategy::StrictFifo,
+            );
             return Outcome::Settled;
         }
 
@@ -521,6 +567,17 @@ impl Round<'_> {
         let shape = Shape::of(&workload);
         self.queues
             .record_failed_shape(&workload.cluster_queue, shape, verdict);
-        self.queues.park(workload, false, BTreeMap::new());
+        self.queues.park(workload);
+    }
+
+    /// Puts a head back for the next cycle and reports why, as Kueue's skipped entries.
+    fn skip(&mut self, workload: Workload, cq: usize, message: &str) {
+        self.decisions.push(Decision::Inadmissible {
+            workload: workload.key.clone(),
+            reason: PendingReason::WaitingForQuota,
+            message: message.to_owned(),
+        });
+        self.skipped.insert(cq);
+        self.queues.restore(workload);
     }
 }

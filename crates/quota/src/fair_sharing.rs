@@ -150,6 +150,8 @@ impl Snapshot {
 /// A head competing in the fair sharing tournament.
 pub(super) struct Contender<'a> {
     pub(super) cq: usize,
+    /// A preemptor waiting for its victims, to go first (`PrioritizePreemptorWorkloads`).
+    pub(super) preemptor: bool,
     pub(super) usage: &'a BTreeMap<FlavorResource, Quantity>,
     pub(super) priority: i32,
     pub(super) timestamp: Timestamp,
@@ -204,6 +206,9 @@ fn tournament(
     let zero = Drs::zero(1.0);
     let share = |index: usize| shares.get(&(cohort, index)).unwrap_or(&zero);
     let less = |a: usize, b: usize| {
+        if contenders[a].preemptor != contenders[b].preemptor {
+            return contenders[a].preemptor;
+        }
         let (a_drs, b_drs) = (share(a), share(b));
         let a_borrowing = a_drs.borrowing_on(contenders[a].usage);
         if a_borrowing != b_drs.borrowing_on(contenders[b].usage) {

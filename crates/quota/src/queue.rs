@@ -76,13 +76,6 @@ pub(super) struct Verdict {
     pub(super) message: String,
 }
 
-#[derive(Clone, Debug)]
-struct Parked {
-    workload: Workload,
-    /// Put first when retried: it preempted and waits for the victims to go.
-    sticky: bool,
-}
-
 type Usage = BTreeMap<FlavorResource, Quantity>;
 
 #[derive(Clone, Debug, Default)]
@@ -90,13 +83,16 @@ struct ClusterQueueQueue {
     active: BTreeMap<OrderKey, Workload>,
     order: BTreeMap<String, OrderKey>,
     backoff: BTreeMap<String, Workload>,
-    inadmissible: BTreeMap<String, Parked>,
+    inadmissible: BTreeMap<String, Workload>,
     failed_shapes: HashMap<Shape, Verdict>,
-    sticky: Option<String>,
+    /// The workload that issued preemptions and waits for its victims to go. Like Kueue's
+    /// preemptor, which stays at the head of its queue, it is evaluated again in every cycle,
+    /// before the others of its queue, until it is admitted or no longer preempts.
+    preemptor: Option<String>,
     /// The StrictFIFO head that could not be admitted and blocks the queue until a change.
     blocked: Option<String>,
-    /// Capacity held back by workloads that wait without being re-evaluated: a blocked head
-    /// waiting for quota, or a preemptor waiting for its victims to go.
+    /// Capacity held back by blocked StrictFIFO heads that wait for quota without being
+    /// evaluated again until a change.
     holds: BTreeMap<String, Usage>,
 }
 
@@ -129,20 +125,20 @@ impl ClusterQueueQueue {
         if self.blocked.as_deref() == Some(key) {
             self.unblock();
         }
-        if self.sticky.as_deref() == Some(key) {
-            self.sticky = None;
+        if self.preemptor.as_deref() == Some(key) {
+            self.preemptor = None;
         }
         self.holds.remove(key);
         self.remove_active(key)
             .or_else(|| self.backoff.remove(key))
-            .or_else(|| self.inadmissible.remove(key).map(|parked| parked.workload))
+            .or_else(|| self.inadmissible.remove(key))
     }
 
     fn is_unchanged(&self, workload: &Workload) -> bool {
         let key = &workload.key;
         self.inadmissible
             .get(key)
-            .is_some_and(|parked| parked.workload == *workload)
+            .is_some_and(|parked| parked == workload)
             || self
                 .order
                 .get(key)
@@ -154,11 +150,8 @@ impl ClusterQueueQueue {
         self.unblock();
         self.holds.clear();
         self.failed_shapes.clear();
-        for (key, parked) in std::mem::take(&mut self.inadmissible) {
-            if parked.sticky {
-                self.sticky = Some(key);
-            }
-            self.insert_active(parked.workload);
+        for parked in std::mem::take(&mut self.inadmissible).into_values() {
+            self.insert_active(parked);
         }
     }
 }
@@ -324,18 +317,27 @@ impl Queues {
         }
     }
 
+    /// The preemptor waiting in a queue, if any.
+    pub(super) fn preemptor(&self, cluster_queue: &str) -> Option<&str> {
+        self.queues
+            .get(cluster_queue)
+            .and_then(|queue| queue.preemptor.as_deref())
+    }
+
     pub(super) fn is_blocked(&self, cluster_queue: &str) -> bool {
         self.queues
             .get(cluster_queue)
             .is_some_and(|queue| queue.blocked.is_some())
     }
 
-    /// Takes the next workload of a queue: a sticky preemptor first, then queue order.
+    /// Takes the next workload of a queue: a waiting preemptor first, then queue order.
     pub(super) fn pop(&mut self, cluster_queue: &str) -> Option<Workload> {
         let queue = self.queues.get_mut(cluster_queue)?;
-        if let Some(sticky) = queue.sticky.take()
-            && let Some(workload) = queue.remove_active(&sticky)
+        // A parked preemptor stays one; it is only taken here once retried.
+        if let Some(preemptor) = queue.preemptor.clone()
+            && let Some(workload) = queue.remove_active(&preemptor)
         {
+            queue.preemptor = None;
             return Some(workload);
         }
         let (order, workload) = queue.active.pop_first()?;
@@ -371,28 +373,43 @@ impl Queues {
         }
     }
 
-    /// Parks a popped workload until its queue is requeued, holding back `held` meanwhile.
-    /// A `sticky` one (a preemptor) goes first when it is retried.
-    pub(super) fn park(&mut self, workload: Workload, sticky: bool, held: Usage) {
+    /// Parks a popped workload until its queue is requeued.
+    pub(super) fn park(&mut self, workload: Workload) {
         if let Some(queue) = self.queues.get_mut(&workload.cluster_queue) {
-            if !held.is_empty() {
-                queue.holds.insert(workload.key.clone(), held);
-            }
-            queue
-                .inadmissible
-                .insert(workload.key.clone(), Parked { workload, sticky });
+            queue.inadmissible.insert(workload.key.clone(), workload);
         }
     }
 
-    /// ClusterQueues with a parked preemptor waiting for its victims to go.
-    pub(super) fn awaiting_preemption(&self) -> impl Iterator<Item = &str> {
-        self.queues
-            .iter()
-            .filter(|(_, queue)| queue.inadmissible.values().any(|parked| parked.sticky))
-            .map(|(name, _)| name.as_str())
+    /// Sets aside a popped workload that issued preemptions until the next cycle, which
+    /// evaluates it first; under StrictFIFO nothing behind it is evaluated meanwhile.
+    pub(super) fn wait_for_preemption(&mut self, workload: Workload, strict_fifo: bool) {
+        if let Some(queue) = self.queues.get_mut(&workload.cluster_queue) {
+            queue.preemptor = Some(workload.key.clone());
+            if strict_fifo {
+                queue.blocked = Some(workload.key.clone());
+                queue.insert_active(workload);
+            } else {
+                queue.inadmissible.insert(workload.key.clone(), workload);
+            }
+        }
     }
 
-    /// Capacity held back by waiting workloads, with their ClusterQueue.
+    /// Makes every waiting preemptor the next workload its queue gives out.
+    pub(super) fn retry_preemptors(&mut self) {
+        for queue in self.queues.values_mut() {
+            let Some(preemptor) = queue.preemptor.clone() else {
+                continue;
+            };
+            if let Some(workload) = queue.inadmissible.remove(&preemptor) {
+                queue.insert_active(workload);
+            }
+            if queue.blocked.as_ref() == Some(&preemptor) {
+                queue.blocked = None;
+            }
+        }
+    }
+
+    /// Capacity held back by blocked StrictFIFO heads, with their ClusterQueue.
     pub(super) fn holds(&self) -> impl Iterator<Item = (&str, &Usage)> {
         self.queues
             .iter()

@@ -58,6 +58,9 @@ pub struct SchedulerConfig {
     pub fair_sharing: Option<FairSharingConfig>,
     /// The `PartialAdmission` feature gate (on by default in Kueue).
     pub partial_admission: bool,
+    /// The `PrioritizePreemptorWorkloads` feature gate (off by default in Kueue): heads that
+    /// wait for their victims go first in a cycle, so that no other head claims those victims.
+    pub prioritize_preemptors: bool,
     /// Renders quantities in messages.
     pub format_quantity: QuantityFormatter,
 }
@@ -67,6 +70,7 @@ impl Default for SchedulerConfig {
         Self {
             fair_sharing: None,
             partial_admission: true,
+            prioritize_preemptors: false,
             format_quantity: format_plain,
         }
     }

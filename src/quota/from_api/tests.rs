@@ -222,7 +222,19 @@ fn configuration_maps_to_scheduler_settings() {
     let defaults = scheduler_config(&config);
     assert!(defaults.fair_sharing.is_none());
     assert!(defaults.partial_admission);
+    assert!(!defaults.prioritize_preemptors);
     assert_eq!((defaults.format_quantity)("cpu", 1500), "1500m");
+
+    let gated = Configuration {
+        feature_gates: config
+            .feature_gates
+            .clone()
+            .with(Feature::PartialAdmission, false)
+            .with(Feature::PrioritizePreemptorWorkloads, true),
+        ..config.clone()
+    };
+    assert!(!scheduler_config(&gated).partial_admission);
+    assert!(scheduler_config(&gated).prioritize_preemptors);
     assert_eq!((defaults.format_quantity)("memory", 1 << 30), "1Gi");
 
     config.fair_sharing = Some(crate::config::FairSharing {

@@ -5,7 +5,7 @@ use pretty_assertions::assert_eq;
 
 use super::super::model::*;
 use super::super::{
-    Decision, PendingReason, PreemptionReason, Queues, RequeueScope, Victim, cycle,
+    Decision, PendingReason, PreemptionReason, Queues, RequeueScope, SchedulerConfig, Victim, cycle,
 };
 use super::builders::*;
 use super::{Scenario, builder, run, snapshot};
@@ -32,6 +32,42 @@ fn waiting(name: &str, flavor: &str, more: Quantity) -> Decision {
         name,
         PendingReason::WaitingForQuota,
         &main_msg(&unused("cpu", flavor, more)),
+    )
+}
+
+fn overlapping(name: &str) -> Decision {
+    inadmissible(
+        name,
+        PendingReason::WaitingForQuota,
+        "Workload has overlapping preemption targets with another workload",
+    )
+}
+
+/// Three queues of one cohort: "cq-a" and "cq-c" (5 CPU each) reclaim from "cq-b" (none).
+fn reclaiming_queues() -> Vec<ClusterQueue> {
+    vec![
+        cq_cpu("cq-a", 5)
+            .cohort("all")
+            .reclaim(PreemptionPolicy::Any),
+        cq_cpu("cq-b", 0).cohort("all"),
+        cq_cpu("cq-c", 5)
+            .cohort("all")
+            .reclaim(PreemptionPolicy::Any),
+    ]
+}
+
+/// `by`, in the queue at `path`, reclaims "b2" (5 CPU in "cq-b") for a 4 CPU workload.
+fn reclaims_b2(by: &str, path: &str) -> Decision {
+    preempt(
+        by,
+        vec![victim(
+            "b2",
+            "cq-b",
+            PreemptionReason::InCohortReclamation,
+            by,
+            (path, "/all/cq-b"),
+        )],
+        &pending_preemption(&unused("cpu", "default", 4), 1),
     )
 }
 
@@ -316,15 +352,7 @@ fn preemption_in_the_cohort() {
         Scenario {
             name: "a victim claimed by one preemptor is not counted on by another",
             snapshot: snapshot(
-                vec![
-                    cq_cpu("cq-a", 5)
-                        .cohort("all")
-                        .reclaim(PreemptionPolicy::Any),
-                    cq_cpu("cq-b", 0).cohort("all"),
-                    cq_cpu("cq-c", 5)
-                        .cohort("all")
-                        .reclaim(PreemptionPolicy::Any),
-                ],
+                reclaiming_queues(),
                 vec![wl("b1", "cq-b", 0, 10).admitted_in("cq-b", "default", 1)],
             ),
             pending: vec![wl("a", "cq-a", 1, 4), wl("c", "cq-c", 2, 4)],
@@ -340,7 +368,7 @@ fn preemption_in_the_cohort() {
                     )],
                     &pending_preemption(&unused("cpu", "default", 4), 1),
                 ),
-                waiting("c", "default", 4),
+                overlapping("c"),
             ],
         },
     ]);
@@ -447,7 +475,7 @@ fn flavor_fungibility() {
 }
 
 #[test]
-fn preemptor_holds_its_capacity_and_goes_first_when_retried() {
+fn a_waiting_preemptor_is_evaluated_first_in_every_cycle() {
     let queue = || cq_cpu("cq", 10).within(PreemptionPolicy::LowerPriority);
     let low = || wl("low", "cq", 0, 10).admitted_in("cq", "default", 1);
     let mut queues = Queues::new();
@@ -461,14 +489,22 @@ fn preemptor_holds_its_capacity_and_goes_first_when_retried() {
         )]
     );
 
-    // While "low" is being evicted, a newcomer cannot count on the capacity "high" waits for.
+    // While "low" is being evicted, "high" renews its preemption before anything else of its
+    // queue is looked at, and a newcomer cannot count on the capacity "high" waits for.
     let evicting = snapshot(vec![queue()], vec![low().evicted()]);
     queues.push(wl("other", "cq", 0, 6).priority(10));
+    let renewed = || {
+        preempt(
+            "high",
+            vec![in_queue("low", "high")],
+            &pending_preemption(&unused("cpu", "default", 5), 1),
+        )
+    };
     assert_eq!(
         cycle(&evicting, &mut queues),
-        vec![waiting("other", "default", 6)]
+        vec![renewed(), waiting("other", "default", 6)]
     );
-    assert_eq!(cycle(&evicting, &mut queues), vec![]);
+    assert_eq!(cycle(&evicting, &mut queues), vec![renewed()]);
 
     // "low" is gone: the preemptor is retried first although "other" is older.
     let freed = snapshot(vec![queue()], vec![]);
@@ -550,12 +586,19 @@ fn nothing_behind_a_waiting_preemptor_preempts_in_later_cycles() {
     queues.push(wl("mid", "cq", 6, 2).priority(5));
     assert_eq!(
         cycle(&snapshot(vec![queue()], evicting), &mut queues),
-        vec![waiting("mid", "default", 2)]
+        vec![
+            preempt(
+                "high",
+                vec![in_queue("low-5", "high"), in_queue("low-4", "high")],
+                &pending_preemption(&unused("cpu", "default", 4), 2)
+            ),
+            waiting("mid", "default", 2)
+        ]
     );
 }
 
 #[test]
-fn strict_fifo_preemptor_holds_its_capacity() {
+fn strict_fifo_preemptor_keeps_its_capacity_while_it_waits() {
     let queues_of = || {
         vec![
             cq_cpu("cq-a", 10)
@@ -566,26 +609,105 @@ fn strict_fifo_preemptor_holds_its_capacity() {
         ]
     };
     let low = || wl("low", "cq-a", 0, 8).admitted_in("cq-a", "default", 1);
-    let mut queues = Queues::new();
-    queues.push(wl("high", "cq-a", 5, 5).priority(10));
-    assert_eq!(
-        cycle(&snapshot(queues_of(), vec![low()]), &mut queues),
-        vec![preempt(
+    let preempting = || {
+        preempt(
             "high",
             vec![victim(
                 "low",
                 "cq-a",
                 PreemptionReason::InClusterQueue,
                 "high",
-                ("/all/cq-a", "/all/cq-a")
+                ("/all/cq-a", "/all/cq-a"),
             )],
             &pending_preemption(&unused("cpu", "default", 3), 1),
-        )]
+        )
+    };
+    let mut queues = Queues::new();
+    queues.push(wl("high", "cq-a", 5, 5).priority(10));
+    queues.push(wl("next", "cq-a", 6, 1).priority(10));
+    // Nothing behind it is looked at.
+    assert_eq!(
+        cycle(&snapshot(queues_of(), vec![low()]), &mut queues),
+        vec![preempting()]
     );
     // The 2 free units are part of what "high" waits for: a borrower cannot take them.
     queues.push(wl("b-new", "cq-b", 6, 1));
     assert_eq!(
         cycle(&snapshot(queues_of(), vec![low().evicted()]), &mut queues),
-        vec![waiting("b-new", "default", 1)]
+        vec![preempting(), waiting("b-new", "default", 1)]
     );
+}
+
+#[test]
+fn a_head_whose_victims_another_claimed_waits_for_the_next_cycle() {
+    let b1 = || wl("b1", "cq-b", 0, 5).admitted_in("cq-b", "default", 1);
+    let b2 = || wl("b2", "cq-b", 0, 5).admitted_in("cq-b", "default", 2);
+    let mut queues = Queues::new();
+    queues.push(wl("a", "cq-a", 1, 4));
+    queues.push(wl("c", "cq-c", 2, 1));
+    // "c" would also take "b2", which "a" claimed first. Looking further, it would evict "b1"
+    // for capacity that is free once "b2" is gone and "a" is in.
+    assert_eq!(
+        cycle(
+            &snapshot(reclaiming_queues(), vec![b1(), b2()]),
+            &mut queues
+        ),
+        vec![reclaims_b2("a", "/all/cq-a"), overlapping("c")]
+    );
+    assert_eq!(
+        cycle(
+            &snapshot(reclaiming_queues(), vec![b1(), b2().evicted()]),
+            &mut queues
+        ),
+        vec![reclaims_b2("a", "/all/cq-a"), overlapping("c")]
+    );
+    let freed = snapshot(reclaiming_queues(), vec![b1()]);
+    queues.requeue_inadmissible(&freed, RequeueScope::All);
+    assert_eq!(
+        cycle(&freed, &mut queues),
+        vec![
+            admit_cpu("a", "cq-a", "default", 4),
+            admit_cpu("c", "cq-c", "default", 1)
+        ]
+    );
+}
+
+#[test]
+fn prioritize_preemptor_workloads_lets_a_waiting_preemptor_keep_its_victims() {
+    let snapshot_of = |b2: Workload, prioritize_preemptors: bool| {
+        reclaiming_queues()
+            .into_iter()
+            .fold(builder(), |builder, cq| builder.cluster_queue(cq))
+            .config(SchedulerConfig {
+                prioritize_preemptors,
+                ..SchedulerConfig::default()
+            })
+            .admitted(wl("b1", "cq-b", 0, 5).admitted_in("cq-b", "default", 1))
+            .admitted(b2)
+            .build()
+    };
+    let b2 = || wl("b2", "cq-b", 0, 5).admitted_in("cq-b", "default", 2);
+    for prioritize_preemptors in [false, true] {
+        let mut queues = Queues::new();
+        queues.push(wl("a", "cq-a", 1, 4));
+        assert_eq!(
+            cycle(&snapshot_of(b2(), prioritize_preemptors), &mut queues),
+            vec![reclaims_b2("a", "/all/cq-a")]
+        );
+        // "c" is older than "a", so without the gate it goes first and takes "b2" over.
+        queues.push(wl("c", "cq-c", 0, 4));
+        let want = if prioritize_preemptors {
+            vec![reclaims_b2("a", "/all/cq-a"), overlapping("c")]
+        } else {
+            vec![reclaims_b2("c", "/all/cq-c"), overlapping("a")]
+        };
+        assert_eq!(
+            cycle(
+                &snapshot_of(b2().evicted(), prioritize_preemptors),
+                &mut queues
+            ),
+            want,
+            "prioritize_preemptors: {prioritize_preemptors}"
+        );
+    }
 }
