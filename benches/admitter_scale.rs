@@ -1,7 +1,9 @@
 //! The admitter at scale on a real control plane: 5,000 pending Workloads in 30 ClusterQueues
 //! (15 cohorts of two, two flavors), then the real `kuota serve` binary is started. Measures the
 //! wall time from its start until every Workload that fits is admitted (the count stops growing
-//! at the expected number), and the process's peak resident memory (VmHWM).
+//! at the expected number), and the process's peak resident memory (VmHWM). Then, with kuota
+//! stopped, the control plane's ceiling: how fast a trivial client admits as many Workloads
+//! again with the very status write Kuota makes, and Kuota's admission rate as a share of it.
 //!
 //! Run: `cargo bench --bench admitter_scale`. `KUOTA_BENCH_OUT=<file>` also writes the table
 //! there.
@@ -21,12 +23,21 @@ use kube::{
     runtime::{WatchStreamExt, watcher},
 };
 use kuota::api::v1beta2::{ClusterQueue, LocalQueue, ResourceFlavor, Workload};
+use kuota::quota::model::{Admission, PodSetAssignment};
 use kuota_cluster::ControlPlane;
 use serde_json::{Value, json};
+
+#[path = "../tests/common/status_ceiling.rs"]
+mod status_ceiling;
+use status_ceiling::Ceiling;
 
 const QUEUES: usize = 30;
 const WORKLOADS: usize = 5_000;
 const NAMESPACE: &str = "scale";
+/// Where the ceiling's Workloads go, out of the way of kuota's.
+const CEILING_NAMESPACE: &str = "ceiling";
+/// Status writes in flight while measuring the ceiling: as many as kuota allows itself.
+const CEILING_CONCURRENCY: usize = 64;
 const FLAVORS: [&str; 2] = ["on-demand", "spot"];
 /// Nominal cpu per flavor and ClusterQueue; every Workload asks for one cpu.
 const NOMINAL_CPU: usize = 50;
@@ -75,12 +86,14 @@ async fn create_queues(client: &Client) -> BenchResult<()> {
             .await?;
     }
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &from_json(json!({"metadata": {"name": NAMESPACE}}))?,
-        )
-        .await?;
+    for namespace in [NAMESPACE, CEILING_NAMESPACE] {
+        namespaces
+            .create(
+                &PostParams::default(),
+                &from_json(json!({"metadata": {"name": namespace}}))?,
+            )
+            .await?;
+    }
     let cluster_queues: Api<ClusterQueue> = Api::all(client.clone());
     let local_queues: Api<LocalQueue> = Api::namespaced(client.clone(), NAMESPACE);
     for index in 0..QUEUES {
@@ -134,19 +147,40 @@ fn workload(index: usize) -> BenchResult<Workload> {
     }))
 }
 
-async fn create_workloads(client: &Client) -> BenchResult<Duration> {
-    let api: Api<Workload> = Api::namespaced(client.clone(), NAMESPACE);
+/// Creates the Workloads in `namespace`; returns them as created, and how long it took.
+async fn create_workloads(
+    client: &Client,
+    namespace: &str,
+) -> BenchResult<(Vec<Workload>, Duration)> {
+    let api: Api<Workload> = Api::namespaced(client.clone(), namespace);
     let objects: Vec<Workload> = (0..WORKLOADS).map(workload).collect::<BenchResult<_>>()?;
     let started = Instant::now();
-    stream::iter(objects)
+    let created = stream::iter(objects)
         .map(|object| {
             let api = api.clone();
             async move { api.create(&PostParams::default(), &object).await }
         })
         .buffer_unordered(CREATE_CONCURRENCY)
-        .try_for_each(|_| async { Ok(()) })
+        .try_collect()
         .await?;
-    Ok(started.elapsed())
+    Ok((created, started.elapsed()))
+}
+
+/// What kuota would write for a Workload of this benchmark: its queue, the first flavor.
+fn admission_of(workload: &Workload) -> Admission {
+    Admission {
+        cluster_queue: workload.spec.queue_name.clone().unwrap_or_default(),
+        pod_set_assignments: vec![PodSetAssignment {
+            name: "main".to_owned(),
+            flavors: [("cpu", FLAVORS[0]), ("memory", FLAVORS[0])]
+                .map(|(resource, flavor)| (resource.to_owned(), flavor.to_owned()))
+                .into(),
+            resource_usage: [("cpu", 1000), ("memory", 1 << 30)]
+                .map(|(resource, quantity)| (resource.to_owned(), quantity))
+                .into(),
+            count: 1,
+        }],
+    }
 }
 
 /// What the watch has seen so far.
@@ -355,6 +389,7 @@ struct Figures {
     cpu: CpuUse,
     /// (verb, resource, count) the apiserver served from kuota's start until all admitted.
     requests: Vec<(String, String, f64)>,
+    ceiling: Ceiling,
 }
 
 impl Figures {
@@ -454,6 +489,25 @@ impl Figures {
                 ),
             ),
             ("apiserver requests in that time", self.request_summary()),
+            (
+                "status-write ceiling: a trivial client admitting as many again with kuota's own status write (kuota stopped)",
+                format!(
+                    "{:.0} admissions/s ({} in {:.1} s, {} in flight)",
+                    self.ceiling.per_second(),
+                    self.ceiling.admitted,
+                    self.ceiling.elapsed.as_secs_f64(),
+                    self.ceiling.concurrency
+                ),
+            ),
+            (
+                "kuota's admission throughput as a share of the ceiling",
+                format!(
+                    "{:.0}%",
+                    100.0 * self.admitted as f64
+                        / self.all_admitted.as_secs_f64()
+                        / self.ceiling.per_second()
+                ),
+            ),
         ];
         let mut table = String::from("| admitter_scale | |\n|---|---|\n");
         for (what, value) in rows {
@@ -468,7 +522,7 @@ async fn run(plane: &ControlPlane, expected: usize) -> BenchResult<Figures> {
     let client = plane.client().await?;
     create_queues(&client).await?;
     eprintln!("creating {WORKLOADS} Workloads");
-    let create = create_workloads(&client).await?;
+    let (_, create) = create_workloads(&client, NAMESPACE).await?;
 
     let progress = Arc::new(Mutex::new(Progress::default()));
     let watch = watch_progress(&client, Arc::clone(&progress));
@@ -538,6 +592,16 @@ async fn run(plane: &ControlPlane, expected: usize) -> BenchResult<Figures> {
     if admitted != expected {
         return Err(format!("admitted {admitted}, expected exactly {expected}").into());
     }
+
+    eprintln!("measuring the status-write ceiling with {WORKLOADS} more Workloads");
+    let (ceiling_workloads, _) = create_workloads(&client, CEILING_NAMESPACE).await?;
+    let ceiling = status_ceiling::admit_all(
+        &client,
+        ceiling_workloads,
+        admission_of,
+        CEILING_CONCURRENCY,
+    )
+    .await?;
     Ok(Figures {
         expected,
         admitted,
@@ -550,5 +614,6 @@ async fn run(plane: &ControlPlane, expected: usize) -> BenchResult<Figures> {
         peak_rss_kib,
         cpu: cpu.ok_or("admitted count never reached")?,
         requests,
+        ceiling,
     })
 }

@@ -10,6 +10,7 @@ mod common {
     pub mod admitted;
     pub mod json;
     pub mod kueue;
+    pub mod status_ceiling;
     pub mod timestamp;
     pub mod workload;
 }
@@ -31,6 +32,7 @@ use kuota::api::v1beta2::{ClusterQueue, LocalQueue, ResourceFlavor, Workload};
 use kuota::config::{Configuration, LoadOptions};
 use kuota::k8s::leader::lead;
 use kuota::metrics::MetricsRegistry;
+use kuota::quota::model::{Admission, PodSetAssignment};
 use kuota::stores::Stores;
 use kuota_cluster::{TestCluster, TestNamespace, delete_ignoring_missing, eventually};
 use serde_json::{Value, json};
@@ -950,4 +952,52 @@ async fn only_the_lease_holder_runs_the_scheduler() {
         None,
         "released on shutdown"
     );
+}
+
+/// The harness of the bench's status-write ceiling (`cargo bench --bench admitter_scale`)
+/// admits every Workload it is given with Kuota's own admission write, and nothing else.
+#[tokio::test]
+async fn the_status_write_ceiling_harness_admits_each_workload_with_kuotas_status_write() {
+    let env = env().await;
+    let mut workloads = Vec::new();
+    for index in 0..20 {
+        workloads.push(env.workload(&format!("w{index}"), "lq", "1", 0).await);
+    }
+    let admission = |_: &Workload| Admission {
+        cluster_queue: "cq".to_owned(),
+        pod_set_assignments: vec![PodSetAssignment {
+            name: "main".to_owned(),
+            flavors: [("cpu".to_owned(), "default".to_owned())].into(),
+            resource_usage: [("cpu".to_owned(), 1000)].into(),
+            count: 1,
+        }],
+    };
+    let ceiling = common::status_ceiling::admit_all(&env.client, workloads, admission, 4)
+        .await
+        .expect("every admission is written");
+    assert_eq!((ceiling.admitted, ceiling.concurrency), (20, 4));
+    assert!(ceiling.per_second() > 0.0);
+    let written = env
+        .workloads()
+        .list(&ListParams::default())
+        .await
+        .expect("list workloads");
+    assert_eq!(written.items.len(), 20);
+    for workload in &written.items {
+        assert!(is_admitted(workload), "{workload:?}");
+        let admission = workload.status.as_ref().and_then(|s| s.admission.as_ref());
+        assert_eq!(
+            admission.map(|a| (
+                a.cluster_queue.as_str(),
+                a.pod_set_assignments[0].flavors["cpu"].as_str()
+            )),
+            Some(("cq", "default"))
+        );
+        assert!(has_condition(
+            workload,
+            "QuotaReserved",
+            "True",
+            "QuotaReserved"
+        ));
+    }
 }
