@@ -36,8 +36,10 @@ const WORKLOADS: usize = 5_000;
 const NAMESPACE: &str = "scale";
 /// Where the ceiling's Workloads go, out of the way of kuota's.
 const CEILING_NAMESPACE: &str = "ceiling";
-/// Status writes in flight while measuring the ceiling: as many as kuota allows itself.
-const CEILING_CONCURRENCY: usize = 64;
+/// The ceiling is measured with as many status writes in flight as kuota allows itself, then
+/// with one at a time, the pace of a writer with a single worker (Kueue's performance runner
+/// finishes Workloads that way), on fresh Workloads each.
+const CEILING_RUNS: [(usize, usize); 2] = [(64, WORKLOADS), (1, 1_000)];
 const FLAVORS: [&str; 2] = ["on-demand", "spot"];
 /// Nominal cpu per flavor and ClusterQueue; every Workload asks for one cpu.
 const NOMINAL_CPU: usize = 50;
@@ -132,7 +134,7 @@ async fn create_queues(client: &Client) -> BenchResult<()> {
 
 fn workload(index: usize) -> BenchResult<Workload> {
     from_json(json!({
-        "metadata": {"name": format!("wl-{index:04}")},
+        "metadata": {"name": format!("wl-{index:05}")},
         "spec": {
             "queueName": cluster_queue_name(queue_of(index)),
             "podSets": [{
@@ -147,13 +149,14 @@ fn workload(index: usize) -> BenchResult<Workload> {
     }))
 }
 
-/// Creates the Workloads in `namespace`; returns them as created, and how long it took.
+/// Creates Workloads `indexes` in `namespace`; returns them as created, and how long it took.
 async fn create_workloads(
     client: &Client,
     namespace: &str,
+    indexes: std::ops::Range<usize>,
 ) -> BenchResult<(Vec<Workload>, Duration)> {
     let api: Api<Workload> = Api::namespaced(client.clone(), namespace);
-    let objects: Vec<Workload> = (0..WORKLOADS).map(workload).collect::<BenchResult<_>>()?;
+    let objects: Vec<Workload> = indexes.map(workload).collect::<BenchResult<_>>()?;
     let started = Instant::now();
     let created = stream::iter(objects)
         .map(|object| {
@@ -389,7 +392,8 @@ struct Figures {
     cpu: CpuUse,
     /// (verb, resource, count) the apiserver served from kuota's start until all admitted.
     requests: Vec<(String, String, f64)>,
-    ceiling: Ceiling,
+    /// The ceiling at each of [`CEILING_RUNS`], most writes in flight first.
+    ceilings: Vec<Ceiling>,
 }
 
 impl Figures {
@@ -490,27 +494,35 @@ impl Figures {
             ),
             ("apiserver requests in that time", self.request_summary()),
             (
-                "status-write ceiling: a trivial client admitting as many again with kuota's own status write (kuota stopped)",
-                format!(
-                    "{:.0} admissions/s ({} in {:.1} s, {} in flight)",
-                    self.ceiling.per_second(),
-                    self.ceiling.admitted,
-                    self.ceiling.elapsed.as_secs_f64(),
-                    self.ceiling.concurrency
-                ),
-            ),
-            (
-                "kuota's admission throughput as a share of the ceiling",
+                "kuota's admission throughput as a share of the ceiling below",
                 format!(
                     "{:.0}%",
                     100.0 * self.admitted as f64
                         / self.all_admitted.as_secs_f64()
-                        / self.ceiling.per_second()
+                        / self.ceilings[0].per_second()
                 ),
             ),
         ];
+        let ceilings = self.ceilings.iter().map(|ceiling| {
+            (
+                format!(
+                    "status-write ceiling, {} in flight: a trivial client admitting fresh Workloads with kuota's own status write (kuota stopped)",
+                    ceiling.concurrency
+                ),
+                format!(
+                    "{:.0} admissions/s ({} in {:.1} s)",
+                    ceiling.per_second(),
+                    ceiling.admitted,
+                    ceiling.elapsed.as_secs_f64()
+                ),
+            )
+        });
         let mut table = String::from("| admitter_scale | |\n|---|---|\n");
-        for (what, value) in rows {
+        for (what, value) in rows
+            .into_iter()
+            .map(|(what, value)| (what.to_owned(), value))
+            .chain(ceilings)
+        {
             table.push_str(&format!("| {what} | {value} |\n"));
         }
         table
@@ -522,7 +534,7 @@ async fn run(plane: &ControlPlane, expected: usize) -> BenchResult<Figures> {
     let client = plane.client().await?;
     create_queues(&client).await?;
     eprintln!("creating {WORKLOADS} Workloads");
-    let (_, create) = create_workloads(&client, NAMESPACE).await?;
+    let (_, create) = create_workloads(&client, NAMESPACE, 0..WORKLOADS).await?;
 
     let progress = Arc::new(Mutex::new(Progress::default()));
     let watch = watch_progress(&client, Arc::clone(&progress));
@@ -593,15 +605,14 @@ async fn run(plane: &ControlPlane, expected: usize) -> BenchResult<Figures> {
         return Err(format!("admitted {admitted}, expected exactly {expected}").into());
     }
 
-    eprintln!("measuring the status-write ceiling with {WORKLOADS} more Workloads");
-    let (ceiling_workloads, _) = create_workloads(&client, CEILING_NAMESPACE).await?;
-    let ceiling = status_ceiling::admit_all(
-        &client,
-        ceiling_workloads,
-        admission_of,
-        CEILING_CONCURRENCY,
-    )
-    .await?;
+    let mut ceilings = Vec::new();
+    let mut next = 0;
+    for (concurrency, count) in CEILING_RUNS {
+        eprintln!("measuring the status-write ceiling: {count} Workloads, {concurrency} in flight");
+        let (fresh, _) = create_workloads(&client, CEILING_NAMESPACE, next..next + count).await?;
+        next += count;
+        ceilings.push(status_ceiling::admit_all(&client, fresh, admission_of, concurrency).await?);
+    }
     Ok(Figures {
         expected,
         admitted,
@@ -614,6 +625,6 @@ async fn run(plane: &ControlPlane, expected: usize) -> BenchResult<Figures> {
         peak_rss_kib,
         cpu: cpu.ok_or("admitted count never reached")?,
         requests,
-        ceiling,
+        ceilings,
     })
 }
