@@ -19,6 +19,7 @@ use kube::{
 use serde::de::DeserializeOwned;
 use tokio::sync::{broadcast, watch};
 
+use crate::api::constants::condition;
 use crate::api::v1beta2::{
     ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass,
 };
@@ -70,20 +71,27 @@ impl Stores {
         let (synced_tx, synced) = watch::channel(false);
         let mut drivers = Vec::new();
         let stores = Self {
-            cluster_queues: watch(client, &changes, Changed::ClusterQueue, &mut drivers),
-            local_queues: watch(client, &changes, Changed::LocalQueue, &mut drivers),
-            cohorts: watch(client, &changes, Changed::Cohort, &mut drivers),
-            resource_flavors: watch(client, &changes, Changed::ResourceFlavor, &mut drivers),
+            cluster_queues: watch(client, &changes, Changed::ClusterQueue, &mut drivers, all),
+            local_queues: watch(client, &changes, Changed::LocalQueue, &mut drivers, all),
+            cohorts: watch(client, &changes, Changed::Cohort, &mut drivers, all),
+            resource_flavors: watch(client, &changes, Changed::ResourceFlavor, &mut drivers, all),
             workload_priority_classes: watch(
                 client,
                 &changes,
                 Changed::WorkloadPriorityClass,
                 &mut drivers,
+                all,
             ),
-            priority_classes: watch(client, &changes, Changed::PriorityClass, &mut drivers),
-            workloads: watch(client, &changes, Changed::Workload, &mut drivers),
-            namespaces: watch(client, &changes, Changed::Namespace, &mut drivers),
-            limit_ranges: watch(client, &changes, Changed::LimitRange, &mut drivers),
+            priority_classes: watch(client, &changes, Changed::PriorityClass, &mut drivers, all),
+            workloads: watch(
+                client,
+                &changes,
+                Changed::Workload,
+                &mut drivers,
+                unfinished,
+            ),
+            namespaces: watch(client, &changes, Changed::Namespace, &mut drivers, all),
+            limit_ranges: watch(client, &changes, Changed::LimitRange, &mut drivers, all),
             changes,
             synced,
         };
@@ -143,11 +151,14 @@ async fn mark_synced(stores: Stores, synced: watch::Sender<bool>) {
 #[error("the watch caches did not sync within {0:?}; are the kueue.x-k8s.io CRDs installed?")]
 pub struct StoresNotReady(pub Duration);
 
+/// A store of every object of `K` that `keeps` keeps; an object it stops keeping leaves the
+/// store as if deleted.
 fn watch<K>(
     client: &Client,
     changes: &broadcast::Sender<Changed>,
     kind: Changed,
     drivers: &mut Vec<BoxFuture<'static, ()>>,
+    keeps: fn(&K) -> bool,
 ) -> Store<K>
 where
     K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
@@ -159,6 +170,7 @@ where
     let stream = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
         .modify(strip_bookkeeping)
+        .filter_map(move |event| futures::future::ready(kept(event, keeps)))
         .reflect(writer);
     drivers.push(Box::pin(async move {
         futures::pin_mut!(stream);
@@ -173,6 +185,32 @@ where
         }
     }));
     reader
+}
+
+fn all<K>(_: &K) -> bool {
+    true
+}
+
+/// Finished Workloads are most of a busy cluster's, hold no quota and wait for nothing: no
+/// reader of the store looks at them, so the store's memory follows the live Workloads
+/// rather than every Workload ever run.
+fn unfinished(workload: &Workload) -> bool {
+    !workload.is_condition_true(condition::FINISHED)
+}
+
+/// The watch event as the store sees it: objects `keeps` does not keep are left out of the
+/// initial list and deleted when they change.
+fn kept<K>(
+    event: Result<watcher::Event<K>, watcher::Error>,
+    keeps: fn(&K) -> bool,
+) -> Option<Result<watcher::Event<K>, watcher::Error>> {
+    match event {
+        Ok(watcher::Event::InitApply(object)) if !keeps(&object) => None,
+        Ok(watcher::Event::Apply(object)) if !keeps(&object) => {
+            Some(Ok(watcher::Event::Delete(object)))
+        }
+        event => Some(event),
+    }
 }
 
 /// Drops what no reader of the stores looks at but every object carries: `managedFields`
@@ -266,6 +304,48 @@ mod tests {
             outcome.unwrap_err().to_string(),
             "the watch caches did not sync within 50ms; are the kueue.x-k8s.io CRDs installed?"
         );
+    }
+
+    fn workload(name: &str, finished: bool) -> Workload {
+        let conditions = if finished {
+            serde_json::json!([{"type": "Finished", "status": "True", "reason": "Succeeded",
+                "message": "", "lastTransitionTime": "2026-12-02T10:00:00Z"}])
+        } else {
+            serde_json::json!([])
+        };
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"queueName": "lq", "podSets": []},
+            "status": {"conditions": conditions},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn finished_workloads_stay_out_of_the_store_and_leave_it_when_they_finish() {
+        let (reader, mut writer) = reflector::store::<Workload>();
+        let mut feed = |event| {
+            if let Some(Ok(event)) = kept(Ok(event), unfinished) {
+                writer.apply_watcher_event(&event);
+            }
+        };
+        feed(watcher::Event::Init);
+        feed(watcher::Event::InitApply(workload("running", false)));
+        feed(watcher::Event::InitApply(workload("done", true)));
+        feed(watcher::Event::InitDone);
+        feed(watcher::Event::Apply(workload("new", false)));
+        let names = |reader: &Store<Workload>| {
+            let mut names: Vec<String> = reader
+                .state()
+                .iter()
+                .map(|w| kube::ResourceExt::name_any(w.as_ref()))
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(names(&reader), ["new", "running"]);
+        feed(watcher::Event::Apply(workload("running", true)));
+        assert_eq!(names(&reader), ["new"]);
     }
 
     #[test]
