@@ -37,9 +37,9 @@ const NAMESPACE: &str = "scale";
 /// Where the ceiling's Workloads go, out of the way of kuota's.
 const CEILING_NAMESPACE: &str = "ceiling";
 /// The ceiling is measured with as many status writes in flight as kuota allows itself, then
-/// with one at a time, the pace of a writer with a single worker (Kueue's performance runner
-/// finishes Workloads that way), on fresh Workloads each.
-const CEILING_RUNS: [(usize, usize); 2] = [(64, WORKLOADS), (1, 1_000)];
+/// with five, the Workload workers of Kueue's performance runner (which finishes every
+/// Workload with a status write), on fresh Workloads each.
+const CEILING_RUNS: [(usize, usize); 2] = [(64, WORKLOADS), (5, 2_000)];
 const FLAVORS: [&str; 2] = ["on-demand", "spot"];
 /// Nominal cpu per flavor and ClusterQueue; every Workload asks for one cpu.
 const NOMINAL_CPU: usize = 50;
