@@ -26,7 +26,8 @@ use kuota_cluster::{
 };
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub type BenchResult<T> = Result<T, Box<dyn Error>>;
@@ -75,6 +76,8 @@ pub struct Row {
     cpu_seconds: f64,
     /// The server's VmHWM at the end of the row.
     peak_rss_mib: f64,
+    /// The load generator's (this process's) CPU over the row: it shares the cores.
+    client_cpu_seconds: f64,
 }
 
 impl Row {
@@ -100,6 +103,8 @@ pub struct Report {
     row: Duration,
     warm_up: Duration,
     kueue_version: String,
+    /// The machine's 1-minute load average when the last row ended: others' work shows here.
+    load_average: String,
 }
 
 impl Report {
@@ -117,21 +122,23 @@ impl Report {
              connection per client, each client posting its next review when the last is answered, for {:.0} s \
              per row after {:.1} s of the same load unmeasured; the load generator runs in the bench's own \
              process on the same cores. Server CPU is user + system over the row from `/proc/<pid>/stat`; \
-             peak RSS is VmHWM at the end of the row (so it only grows down the table). Measured {} on {} cores.\n",
+             peak RSS is VmHWM at the end of the row (so it only grows down the table); client CPU is the load \
+             generator's. Measured {} on {} cores, 1-minute load average {} at the end.\n",
             self.kueue_version,
             self.row.as_secs_f64(),
             self.warm_up.as_secs_f64(),
             jiff::Zoned::now().strftime("%Y-%m-%d"),
             std::thread::available_parallelism().map_or(0, |n| n.get()),
+            self.load_average,
         );
         out.push_str(
-            "| server | path | clients | req/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU s | CPU µs / req | peak RSS MiB | failed |\n",
+            "| server | path | clients | req/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU s | server CPU µs / req | peak RSS MiB | client CPU s | failed |\n",
         );
-        out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for row in &self.rows {
             let _ = writeln!(
                 out,
-                "| {:?} | `{}` | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.0} | {:.1} | {} |",
+                "| {:?} | `{}` | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.0} | {:.1} | {:.2} | {} |",
                 row.server,
                 row.path,
                 row.clients,
@@ -143,6 +150,7 @@ impl Report {
                 row.cpu_seconds,
                 row.cpu_seconds * 1e6 / row.requests() as f64,
                 row.peak_rss_mib,
+                row.client_cpu_seconds,
                 row.failures,
             );
         }
@@ -269,6 +277,11 @@ async fn run_on(
         row: options.row,
         warm_up: options.warm_up,
         kueue_version: kueue_version()?,
+        load_average: std::fs::read_to_string("/proc/loadavg")?
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
     })
 }
 
@@ -616,6 +629,21 @@ fn client(ca_pem: &str) -> BenchResult<reqwest::Client> {
         .build()?)
 }
 
+/// The part of an AdmissionReview answer that [`call`] checks; the rest is skipped unread, so
+/// that checking costs the load generator little.
+#[derive(Deserialize)]
+struct Answer {
+    response: AnswerResponse,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AnswerResponse {
+    uid: String,
+    allowed: bool,
+    patch_type: Option<String>,
+}
+
 /// Posts one review and checks the answer: HTTP/2, allowed, same uid, and a JSON patch from
 /// the mutating path (the Job is not suspended yet).
 async fn call(
@@ -631,20 +659,24 @@ async fn call(
         .send()
         .await
         .map_err(|err| err.to_string())?;
-    let status = response.status();
-    let version = response.version();
-    let body: Value = response.json().await.map_err(|err| err.to_string())?;
-    let answer = &body["response"];
-    let mutating = url.contains("/mutate-");
+    let (status, version) = (response.status(), response.version());
+    let body = response.bytes().await.map_err(|err| err.to_string())?;
+    let expected = |answer: Answer| {
+        answer.response.uid == uid
+            && answer.response.allowed
+            && (!url.contains("/mutate-")
+                || answer.response.patch_type.as_deref() == Some("JSONPatch"))
+    };
     if status == 200
         && version == reqwest::Version::HTTP_2
-        && answer["uid"] == json!(uid)
-        && answer["allowed"] == json!(true)
-        && (!mutating || answer["patchType"] == json!("JSONPatch"))
+        && serde_json::from_slice(&body).is_ok_and(expected)
     {
         Ok(())
     } else {
-        Err(format!("{status} {version:?}: {body}"))
+        Err(format!(
+            "{status} {version:?}: {}",
+            String::from_utf8_lossy(&body)
+        ))
     }
 }
 
@@ -734,9 +766,10 @@ async fn measure(
                     format!("{server:?} {path} failed during the warm-up: {failure}").into(),
                 );
             }
-            let before = usage(server, pid)?;
+            let client_pid = std::process::id();
+            let (before, client_before) = (usage(pid)?, usage(client_pid)?);
             let load = drive(&connections, &url, &template, options.row).await?;
-            let after = usage(server, pid)?;
+            let (after, client_after) = (usage(pid)?, usage(client_pid)?);
             rows.push(Row {
                 server,
                 path,
@@ -747,12 +780,13 @@ async fn measure(
                 first_failure: load.first_failure,
                 cpu_seconds: after.cpu_seconds - before.cpu_seconds,
                 peak_rss_mib: after.peak_rss_mib,
+                client_cpu_seconds: client_after.cpu_seconds - client_before.cpu_seconds,
             });
         }
     }
     Ok(rows)
 }
 
-fn usage(server: Server, pid: u32) -> BenchResult<ProcessUsage> {
-    kueue_runner::process_usage(pid).ok_or_else(|| format!("{server:?} (pid {pid}) is gone").into())
+fn usage(pid: u32) -> BenchResult<ProcessUsage> {
+    kueue_runner::process_usage(pid).ok_or_else(|| format!("process {pid} is gone").into())
 }
