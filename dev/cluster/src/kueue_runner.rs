@@ -11,6 +11,9 @@
 //! checker then compares them with a rangespec. Here the API server's and etcd's CPU is read
 //! from `/proc` while the runner runs, and its request counts from its `/metrics`, through the
 //! kubeconfig the runner hands the admitter.
+//!
+//! Also Kueue's manager (`cmd/kueue`, built by `build.sh manager`) and the `/proc` reading, for
+//! the webhook bench, which runs the manager itself.
 
 use std::{
     collections::{BTreeMap, HashMap},
