@@ -6,6 +6,9 @@
 #   build.sh oracle   our oracle program (oracle/main.go), which prints Kueue's resolved
 #                     configuration defaults and registered metrics for tests/kueue_oracle.rs;
 #                     prints the binary's path.
+#   build.sh manager  Kueue's manager (cmd/kueue, what Kueue's image runs), for
+#                     benches/webhook_latency.rs to measure its webhooks beside Kuota's; prints
+#                     the binary's path.
 # Cached outside the clone, keyed by the pins (and the oracle's source); only Kueue's code from
 # the module proxy and our oracle are compiled, and nothing of Kueue is committed.
 set -euo pipefail
@@ -19,6 +22,26 @@ if ! command -v go >/dev/null 2>&1; then
   exit 1
 fi
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
+
+# Builds the Go package $2 into the cache as the binary $1 unless it is there already, keyed by
+# the pins and the files after $3 (what it is, for the log), and prints the binary's path.
+cached_binary() {
+  local name=$1 package=$2 what=$3
+  shift 3
+  # Bump when the build steps below change what ends up in the cache.
+  local recipe=1 key root start
+  key=$( (echo "$recipe"; cat "$here/go.mod" "$here/go.sum" "$@") | sha256sum | cut -c1-16)
+  root="$cache_root/kueue/$name-$key"
+  if [ ! -f "$root/complete" ]; then
+    rm -rf "$root" && mkdir -p "$root"
+    start=$(date +%s)
+    echo "building $what (cold: a few minutes on 2 cores)" >&2
+    (cd "$here" && go build -trimpath -ldflags "-s -w" -o "$root/$name" "$package")
+    touch "$root/complete"
+    echo "$what built in $(($(date +%s) - start))s into $root" >&2
+  fi
+  echo "$root/$name"
+}
 
 case "$target" in
   perf)
@@ -42,23 +65,13 @@ case "$target" in
     echo "$bin"
     ;;
   oracle)
-    recipe=1
-    key=$( (echo "$recipe"; cat "$here/go.mod" "$here/go.sum" "$here"/oracle/*.go) | sha256sum | cut -c1-16)
-    root="$cache_root/kueue/oracle-$key"
-    if [ -f "$root/complete" ]; then
-      echo "$root/oracle"
-      exit 0
-    fi
-    rm -rf "$root" && mkdir -p "$root"
-    start=$(date +%s)
-    echo "building the Kueue oracle (cold: a few minutes on 2 cores)" >&2
-    (cd "$here" && go build -trimpath -ldflags "-s -w" -o "$root/oracle" ./oracle)
-    touch "$root/complete"
-    echo "Kueue oracle built in $(($(date +%s) - start))s into $root" >&2
-    echo "$root/oracle"
+    cached_binary oracle ./oracle "the Kueue oracle" "$here"/oracle/*.go
+    ;;
+  manager)
+    cached_binary kueue sigs.k8s.io/kueue/cmd/kueue "Kueue's manager"
     ;;
   *)
-    echo "usage: $0 [oracle]" >&2
+    echo "usage: $0 [oracle|manager]" >&2
     exit 2
     ;;
 esac

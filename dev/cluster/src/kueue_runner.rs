@@ -11,6 +11,9 @@
 //! checker then compares them with a rangespec. Here the API server's and etcd's CPU is read
 //! from `/proc` while the runner runs, and its request counts from its `/metrics`, through the
 //! kubeconfig the runner hands the admitter.
+//!
+//! Also Kueue's manager (`cmd/kueue`, built by `build.sh manager`) and the `/proc` reading, for
+//! the webhook bench, which runs the manager itself.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -44,8 +47,8 @@ pub struct Tools {
 /// Builds (cached) Kueue's tools and the control plane.
 pub fn tools() -> Result<Tools, Error> {
     let kueue_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kueue");
-    let bin = PathBuf::from(script_output(&kueue_dir.join("build.sh"))?);
-    let kueue_module = PathBuf::from(script_output(&kueue_dir.join("module.sh"))?);
+    let bin = PathBuf::from(script_output(&kueue_dir.join("build.sh"), &[])?);
+    let kueue_module = PathBuf::from(script_output(&kueue_dir.join("module.sh"), &[])?);
     let kueue_version = kueue_module
         .file_name()
         .and_then(|name| name.to_str())
@@ -62,9 +65,16 @@ pub fn tools() -> Result<Tools, Error> {
     })
 }
 
-fn script_output(script: &Path) -> Result<String, Error> {
+/// Builds (cached) Kueue's manager, `cmd/kueue` of the pinned release, and returns its path.
+pub fn manager() -> Result<PathBuf, Error> {
+    let build = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kueue/build.sh");
+    Ok(PathBuf::from(script_output(&build, &["manager"])?))
+}
+
+fn script_output(script: &Path, args: &[&str]) -> Result<String, Error> {
     let output = Command::new("bash")
         .arg(script)
+        .args(args)
         .stderr(Stdio::inherit())
         .output()?;
     if !output.status.success() {
@@ -569,6 +579,12 @@ fn proc_parent(pid: u32) -> Option<u32> {
 fn stat_fields(stat: &str) -> Option<Vec<&str>> {
     let (_, rest) = stat.rsplit_once(')')?;
     Some(rest.split_whitespace().collect())
+}
+
+/// A process's CPU so far and peak resident set, `None` once it is gone; for benches that
+/// measure a server they started themselves.
+pub fn process_usage(pid: u32) -> Option<ProcessUsage> {
+    read_sample(pid, clock_ticks()).map(|sample| sample.usage)
 }
 
 fn read_sample(pid: u32, ticks: f64) -> Option<Sample> {
