@@ -115,6 +115,10 @@ impl Planner {
         self.pushed = pending_keys;
 
         let decisions = cycle(&snapshot, &mut self.queues);
+        // What this cycle admitted holds quota from now on: observed as held, its release is
+        // seen even when the workload finishes before any pass shows it admitted, so what
+        // waits for that quota is requeued rather than left parked.
+        self.observed.note_admissions(&decisions);
         Plan {
             objects,
             converted,

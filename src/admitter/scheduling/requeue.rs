@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::admitter::scheduling::cluster_state::Converted;
+use crate::quota::Decision;
 use crate::quota::model::{self, FlavorResource, Quantity};
 
 /// Which parked workloads a change makes worth retrying.
@@ -56,6 +57,22 @@ impl Observed {
                     ))
                 })
                 .collect(),
+        }
+    }
+
+    /// Records the admissions among `decisions` as quota holders.
+    pub fn note_admissions(&mut self, decisions: &[Decision]) {
+        for decision in decisions {
+            if let Decision::Admit {
+                workload,
+                admission,
+            } = decision
+            {
+                self.holders.insert(
+                    workload.clone(),
+                    (admission.cluster_queue.clone(), admission.usage()),
+                );
+            }
         }
     }
 

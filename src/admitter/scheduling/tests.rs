@@ -82,6 +82,17 @@ fn admissions_the_store_has_not_shown_yet_still_use_quota() {
 }
 
 #[test]
+fn admissions_that_finish_before_the_store_shows_them_still_release_their_quota() {
+    let mut planner = Planner::new(ConversionOptions::default(), SchedulerConfig::default());
+    let all = state(vec![pending("a", 1), pending("b", 2), pending("c", 3)]);
+    assert_eq!(pass(&all, &mut planner, 10), vec!["ns/a", "ns/b"]);
+    // "a" and "b" ran and finished before the watch showed them admitted: the store (which
+    // keeps no finished Workloads) shows only "c", which waited for their quota.
+    let rest = state(vec![pending("c", 3)]);
+    assert_eq!(pass(&rest, &mut planner, 11), vec!["ns/c"]);
+}
+
+#[test]
 fn overlay_moves_admitted_workloads_and_marks_evicted_ones() {
     let holder_object = workload("ns", "running")
         .queue("lq")
