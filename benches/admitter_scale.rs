@@ -25,6 +25,7 @@ use kube::{
 use kuota::api::v1beta2::{ClusterQueue, LocalQueue, ResourceFlavor, Workload};
 use kuota::quota::model::{Admission, PodSetAssignment};
 use kuota_cluster::ControlPlane;
+use kuota_cluster::kueue_runner::process_usage;
 use serde_json::{Value, json};
 
 #[path = "../tests/common/status_ceiling.rs"]
@@ -256,19 +257,10 @@ fn memory_kib(pid: u32, field: &str) -> BenchResult<u64> {
     Ok(kib)
 }
 
-/// Clock ticks per second of `/proc/<pid>/stat` (Linux's USER_HZ).
-const USER_HZ: f64 = 100.0;
-
 /// User plus system CPU time a process has used so far, in seconds.
 fn cpu_seconds(pid: u32) -> BenchResult<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // Fields after the parenthesised command name start with field 3 (state); utime and
-    // stime are fields 14 and 15.
-    let (_, rest) = stat.rsplit_once(')').ok_or("malformed stat")?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks =
-        |i: usize| -> BenchResult<f64> { Ok(fields.get(i).ok_or("short stat")?.parse::<f64>()?) };
-    Ok((ticks(11)? + ticks(12)?) / USER_HZ)
+    let usage = process_usage(pid).ok_or_else(|| format!("no process {pid}"))?;
+    Ok(usage.cpu_seconds)
 }
 
 /// The pid of a control plane component: its executable is named `name` and one of its

@@ -31,7 +31,8 @@ struct Entry {
     targets: Vec<Target>,
 }
 
-/// Whether processing an entry settled it or it must be retried in the next round.
+/// Whether processing an entry settled it, or left the working snapshot as it was: the entry
+/// is then retried in the next round, or (skipped) in the next cycle.
 #[derive(PartialEq, Eq)]
 enum Outcome {
     Settled,
@@ -199,8 +200,7 @@ fn pop_heads(
             continue;
         }
         let best_effort = work.cqs[cq].spec.queueing_strategy == QueueingStrategy::BestEffortFifo;
-        let preemptor = queues.preemptor(&name).map(str::to_owned);
-        while let Some(workload) = queues.pop(&name) {
+        while let Some((workload, preemptor)) = queues.pop(&name) {
             if workload.admission.is_some() {
                 queues.forget(&workload.key);
                 continue;
@@ -217,9 +217,9 @@ fn pop_heads(
                 continue;
             }
             heads.push(Head {
-                preemptor: preemptor.as_ref() == Some(&workload.key),
                 workload,
                 cq,
+                preemptor,
             });
             break;
         }

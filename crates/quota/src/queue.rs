@@ -317,32 +317,26 @@ impl Queues {
         }
     }
 
-    /// The preemptor waiting in a queue, if any.
-    pub(super) fn preemptor(&self, cluster_queue: &str) -> Option<&str> {
-        self.queues
-            .get(cluster_queue)
-            .and_then(|queue| queue.preemptor.as_deref())
-    }
-
     pub(super) fn is_blocked(&self, cluster_queue: &str) -> bool {
         self.queues
             .get(cluster_queue)
             .is_some_and(|queue| queue.blocked.is_some())
     }
 
-    /// Takes the next workload of a queue: a waiting preemptor first, then queue order.
-    pub(super) fn pop(&mut self, cluster_queue: &str) -> Option<Workload> {
+    /// Takes the next workload of a queue: a waiting preemptor first, then queue order; says
+    /// whether it is that preemptor.
+    pub(super) fn pop(&mut self, cluster_queue: &str) -> Option<(Workload, bool)> {
         let queue = self.queues.get_mut(cluster_queue)?;
         // A parked preemptor stays one; it is only taken here once retried.
         if let Some(preemptor) = queue.preemptor.clone()
             && let Some(workload) = queue.remove_active(&preemptor)
         {
             queue.preemptor = None;
-            return Some(workload);
+            return Some((workload, true));
         }
         let (order, workload) = queue.active.pop_first()?;
         queue.order.remove(&order.key);
-        Some(workload)
+        Some((workload, false))
     }
 
     /// Takes every active workload of a queue.

@@ -286,7 +286,7 @@ pub fn convert_cached(
     let mut previous = std::mem::take(&mut cache.entries);
     let mut next_cache = HashMap::with_capacity(state.workloads.len());
     for object in &state.workloads {
-        // Most workloads of a busy cluster are finished: they cost only this check.
+        // Finished workloads never reach the store; what is left to ignore costs only this check.
         let placement = placement(object);
         if matches!(placement, Placement::Ignored) {
             continue;
