@@ -51,7 +51,8 @@ fn workload(index: usize, now: Timestamp) -> Workload {
         node_selector: BTreeMap::new(),
         node_affinity: Vec::new(),
         tolerations: Vec::new(),
-    }];
+    }]
+    .into();
     wl
 }
 

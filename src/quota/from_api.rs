@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
@@ -181,8 +182,8 @@ pub fn format_for_messages(resource: &str, value: Quantity) -> String {
 /// LimitRanges, and the options.
 #[derive(Clone, Copy, Debug)]
 pub struct WorkloadInputs<'a> {
-    /// Labels of the workload's namespace.
-    pub namespace_labels: &'a BTreeMap<String, String>,
+    /// Labels of the workload's namespace, shared by its workloads.
+    pub namespace_labels: &'a Arc<BTreeMap<String, String>>,
     /// LimitRanges of the workload's namespace (their defaults fill missing requests).
     pub limit_ranges: &'a [LimitRange],
     /// Conversion options.
@@ -215,7 +216,7 @@ pub fn workload_without_pod_sets(
     );
     workload.uid = object.uid().unwrap_or_default();
     workload.job_uid = object.labels().get(JOB_UID_LABEL).cloned();
-    workload.namespace_labels = inputs.namespace_labels.clone();
+    workload.namespace_labels = Arc::clone(inputs.namespace_labels);
     workload.priority = object.spec.priority.unwrap_or(0);
     workload.quota_reserved_at = object
         .true_condition(condition::QUOTA_RESERVED)

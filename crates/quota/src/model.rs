@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use jiff::Timestamp;
 
@@ -534,15 +535,16 @@ pub struct Workload {
     /// UID of the owning job (label `kueue.x-k8s.io/job-uid`), used in preemption messages.
     pub job_uid: Option<String>,
     /// Labels of the workload's namespace, matched against the ClusterQueue's namespace selector.
-    pub namespace_labels: BTreeMap<String, String>,
+    /// Shared: every workload of a namespace has the same, and queues and caches copy workloads.
+    pub namespace_labels: Arc<BTreeMap<String, String>>,
     /// ClusterQueue the workload's LocalQueue points to.
     pub cluster_queue: String,
     /// Effective priority.
     pub priority: i32,
     /// Queue-order timestamp (creation, or eviction time when requeued after eviction).
     pub queue_timestamp: Timestamp,
-    /// PodSets.
-    pub pod_sets: Vec<PodSet>,
+    /// PodSets; shared, since a pass copies pending workloads between cache, queues and cycle.
+    pub pod_sets: Arc<[PodSet]>,
     /// Reservation, when admitted.
     pub admission: Option<Admission>,
     /// When QuotaReserved last became true (newer admissions are preempted first).
@@ -560,11 +562,11 @@ impl Workload {
             key: key.to_owned(),
             uid: String::new(),
             job_uid: None,
-            namespace_labels: BTreeMap::new(),
+            namespace_labels: Arc::default(),
             cluster_queue: cluster_queue.to_owned(),
             priority: 0,
             queue_timestamp,
-            pod_sets: Vec::new(),
+            pod_sets: Arc::default(),
             admission: None,
             quota_reserved_at: None,
             evicted: false,

@@ -4,6 +4,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use jiff::Timestamp;
 
@@ -55,16 +56,16 @@ impl OrderKey {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Shape {
     priority: i32,
-    namespace_labels: BTreeMap<String, String>,
-    pod_sets: Vec<PodSet>,
+    namespace_labels: Arc<BTreeMap<String, String>>,
+    pod_sets: Arc<[PodSet]>,
 }
 
 impl Shape {
     pub(super) fn of(workload: &Workload) -> Self {
         Self {
             priority: workload.priority,
-            namespace_labels: workload.namespace_labels.clone(),
-            pod_sets: workload.pod_sets.clone(),
+            namespace_labels: Arc::clone(&workload.namespace_labels),
+            pod_sets: Arc::clone(&workload.pod_sets),
         }
     }
 }

@@ -233,10 +233,10 @@ pub fn convert_cached(
         .iter()
         .map(|flavor| flavor.name_any())
         .collect();
-    let namespace_labels: BTreeMap<String, BTreeMap<String, String>> = state
+    let namespace_labels: BTreeMap<String, Arc<BTreeMap<String, String>>> = state
         .namespaces
         .iter()
-        .map(|namespace| (namespace.name_any(), namespace.labels().clone()))
+        .map(|namespace| (namespace.name_any(), Arc::new(namespace.labels().clone())))
         .collect();
     let mut limit_ranges: BTreeMap<String, Vec<LimitRange>> = BTreeMap::new();
     for range in &state.limit_ranges {
@@ -281,7 +281,7 @@ pub fn convert_cached(
         ..Converted::default()
     };
 
-    let no_labels = BTreeMap::new();
+    let no_labels = Arc::default();
     let mut fingerprints: HashMap<String, u64> = HashMap::new();
     let mut previous = std::mem::take(&mut cache.entries);
     let mut next_cache = HashMap::with_capacity(state.workloads.len());

@@ -50,7 +50,7 @@ use crate::stores::{Stores, StoresNotReady};
 use dispatch::{Dispatcher, Finished, UpdateKind};
 use local_queue_metrics::{LocalQueueSelection, local_queue_gauges, pending_by_local_queue};
 pub use overlay::Overlay;
-use pending_budget::{Change, PendingBudget};
+use pending_budget::{Change, HandledVerdicts, PendingBudget};
 pub use planner::{Plan, Planner};
 pub use requeue::{Observed, Requeue};
 
@@ -116,6 +116,7 @@ struct Scheduler {
     statuses: watch::Sender<DesiredStatuses>,
     known_cluster_queues: BTreeSet<String>,
     pending_budget: PendingBudget<Update>,
+    handled_verdicts: HandledVerdicts,
 }
 
 impl Scheduler {
@@ -138,6 +139,7 @@ impl Scheduler {
             statuses,
             known_cluster_queues: BTreeSet::new(),
             pending_budget: PendingBudget::default(),
+            handled_verdicts: HandledVerdicts::default(),
         }
     }
 
@@ -269,6 +271,11 @@ impl Scheduler {
                 self.planner.overlay.forget_eviction(&key);
                 true
             }
+            (UpdateKind::Pending, Outcome::Failed(_)) => {
+                // Written again when a pass reaches the verdict again.
+                self.handled_verdicts.forget(&key);
+                false
+            }
             (UpdateKind::Pending, _) => false,
         }
     }
@@ -311,17 +318,18 @@ impl Scheduler {
             let Some(object) = objects.get(&unqueued.workload) else {
                 continue;
             };
-            let requests = object
-                .status
-                .as_ref()
-                .map(|status| status.resource_requests.clone())
-                .unwrap_or_default();
+            let requests = || {
+                object
+                    .status
+                    .as_ref()
+                    .map(|status| status.resource_requests.clone())
+                    .unwrap_or_default()
+            };
             self.write_pending(
                 &unqueued.workload,
                 object,
-                unqueued.reason,
-                &unqueued.message,
-                requests,
+                (unqueued.reason, &unqueued.message),
+                (true, requests),
                 now,
             );
         }
@@ -339,6 +347,8 @@ impl Scheduler {
                 },
             );
         }
+        self.handled_verdicts
+            .retain(|key| objects.contains_key(key));
         self.publish_statuses(&state, &converted, &snapshot, &exposed, now);
         admitted
     }
@@ -364,6 +374,7 @@ impl Scheduler {
                 };
                 self.attempt("success");
                 self.pending_budget.forget(&key);
+                self.handled_verdicts.forget(&key);
                 let generation = context
                     .objects
                     .get(&key)
@@ -462,25 +473,38 @@ impl Scheduler {
         else {
             return;
         };
-        let requests = resource_requests(&pending.workload);
-        self.write_pending(key, object, reason, message, requests, context.now);
+        self.write_pending(
+            key,
+            object,
+            (reason, message),
+            (pending.unchanged, || resource_requests(&pending.workload)),
+            context.now,
+        );
     }
 
     /// Writes `QuotaReserved=False`, at the pending budget's pace, unless the workload already
-    /// shows exactly that.
+    /// shows exactly that. `requests` says whether they are the same as in the previous pass
+    /// (when the object is too), and gives them.
     fn write_pending(
         &mut self,
         key: &str,
         object: &api::Workload,
-        reason: PendingReason,
-        message: &str,
-        resource_requests: Vec<api::PodSetRequest>,
+        (reason, message): (PendingReason, &str),
+        (same_requests, requests): (bool, impl FnOnce() -> Vec<api::PodSetRequest>),
         now: Timestamp,
     ) {
+        let resource_version = object.metadata.resource_version.as_deref();
+        if same_requests
+            && self
+                .handled_verdicts
+                .contains(key, resource_version, reason, message)
+        {
+            return;
+        }
         let update = Update::Pending {
             reason,
             message: message.to_owned(),
-            resource_requests,
+            resource_requests: requests(),
         };
         if matches!(update.status(object, now), Ok(Some(_))) {
             let same_reason = object
@@ -491,11 +515,16 @@ impl Scheduler {
             } else {
                 Change::Verdict
             };
-            self.pending_budget.offer(key, update, change, now);
+            if !self.pending_budget.offer(key, update, change, now) {
+                // Refused as a too early refresh: offered again by the next pass.
+                return;
+            }
         } else {
             // What waited is outdated: the workload shows this verdict already.
             self.pending_budget.forget(key);
         }
+        self.handled_verdicts
+            .record(key, resource_version, reason, message);
     }
 
     fn publish_statuses(

@@ -14,6 +14,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use jiff::{SignedDuration, Timestamp};
 
+use crate::quota::PendingReason;
+
 /// Pending statuses written per second, in the long run.
 pub const WRITES_PER_SECOND: u32 = 10;
 /// Pending statuses that may go out at once after a quiet spell.
@@ -28,6 +30,65 @@ pub enum Change {
     Verdict,
     /// Only the message (its figures) changes.
     Message,
+}
+
+/// The pending verdict last handled per workload, with the object version it was for. A pass
+/// that reaches the same verdict on the same object has nothing new to offer, and skips building
+/// and comparing the status: with thousands waiting, a release of quota makes the next pass
+/// evaluate all of them again, mostly to the same verdict.
+#[derive(Debug, Default)]
+pub struct HandledVerdicts {
+    last: HashMap<String, Handled>,
+}
+
+#[derive(Debug)]
+struct Handled {
+    resource_version: Option<String>,
+    reason: PendingReason,
+    message: String,
+}
+
+impl HandledVerdicts {
+    /// Whether this verdict was handled last for this version of the workload.
+    pub fn contains(
+        &self,
+        key: &str,
+        resource_version: Option<&str>,
+        reason: PendingReason,
+        message: &str,
+    ) -> bool {
+        self.last.get(key).is_some_and(|last| {
+            last.resource_version.as_deref() == resource_version
+                && last.reason == reason
+                && last.message == message
+        })
+    }
+
+    /// Notes the verdict handled (offered, or shown already) for this version of the workload.
+    pub fn record(
+        &mut self,
+        key: &str,
+        resource_version: Option<&str>,
+        reason: PendingReason,
+        message: &str,
+    ) {
+        let handled = Handled {
+            resource_version: resource_version.map(str::to_owned),
+            reason,
+            message: message.to_owned(),
+        };
+        self.last.insert(key.to_owned(), handled);
+    }
+
+    /// Forgets the workload's verdict (it was admitted, or its write failed).
+    pub fn forget(&mut self, key: &str) {
+        self.last.remove(key);
+    }
+
+    /// Keeps the verdicts of the workloads `keep` keeps.
+    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        self.last.retain(|key, _| keep(key));
+    }
 }
 
 /// Pending statuses waiting for the budget, and the budget (a token bucket).
@@ -63,8 +124,9 @@ impl<T> Default for PendingBudget<T> {
 impl<T> PendingBudget<T> {
     /// Queues `write` for `key`, replacing one already waiting (which keeps its place). A
     /// [`Change::Message`] within [`REFRESH_INTERVAL`] of the workload's last write is dropped,
-    /// unless a write for it waits already (the newer one replaces it).
-    pub fn offer(&mut self, key: &str, write: T, change: Change, now: Timestamp) {
+    /// unless a write for it waits already (the newer one replaces it). Returns whether `write`
+    /// was taken.
+    pub fn offer(&mut self, key: &str, write: T, change: Change, now: Timestamp) -> bool {
         if change == Change::Message
             && !self.waiting.contains_key(key)
             && self
@@ -72,7 +134,7 @@ impl<T> PendingBudget<T> {
                 .get(key)
                 .is_some_and(|at| now.duration_since(*at) < REFRESH_INTERVAL)
         {
-            return;
+            return false;
         }
         self.waiting.insert(key.to_owned(), write);
         if self.in_order.insert(key.to_owned()) {
@@ -81,6 +143,7 @@ impl<T> PendingBudget<T> {
                 Change::Message => self.refreshes.push_back(key.to_owned()),
             }
         }
+        true
     }
 
     /// Drops what waits for `key` (it is being admitted, or shows the verdict already).
@@ -235,18 +298,41 @@ mod tests {
     #[test]
     fn a_message_is_refreshed_at_most_once_per_interval() {
         let mut budget = PendingBudget::default();
-        budget.offer("ns/a", 1, Change::Verdict, at(0));
+        assert!(budget.offer("ns/a", 1, Change::Verdict, at(0)));
         assert_eq!(keys(budget.take_due(at(0))), ["ns/a"]);
         // Figures moved soon after: not worth a write.
-        budget.offer("ns/a", 2, Change::Message, at(1_000));
+        assert!(!budget.offer("ns/a", 2, Change::Message, at(1_000)));
         assert_eq!(budget.next_due(at(1_000)), None);
         // A changed reason is written whatever the interval.
-        budget.offer("ns/a", 3, Change::Verdict, at(2_000));
+        assert!(budget.offer("ns/a", 3, Change::Verdict, at(2_000)));
         assert_eq!(budget.take_due(at(2_000)), [("ns/a".to_owned(), 3)]);
-        budget.offer("ns/a", 4, Change::Message, at(61_000));
+        assert!(!budget.offer("ns/a", 4, Change::Message, at(61_000)));
         assert_eq!(budget.next_due(at(61_000)), None);
-        budget.offer("ns/a", 5, Change::Message, at(62_000));
+        assert!(budget.offer("ns/a", 5, Change::Message, at(62_000)));
         assert_eq!(budget.take_due(at(62_000)), [("ns/a".to_owned(), 5)]);
+    }
+
+    #[test]
+    fn a_verdict_counts_as_handled_for_the_same_version_reason_and_message_only() {
+        let mut handled = HandledVerdicts::default();
+        let quota = PendingReason::WaitingForQuota;
+        handled.record("ns/a", Some("7"), quota, "insufficient quota");
+        assert!(handled.contains("ns/a", Some("7"), quota, "insufficient quota"));
+        assert!(!handled.contains("ns/a", Some("8"), quota, "insufficient quota"));
+        assert!(!handled.contains("ns/a", Some("7"), quota, "2 more needed"));
+        assert!(!handled.contains(
+            "ns/a",
+            Some("7"),
+            PendingReason::Misconfigured,
+            "insufficient quota"
+        ));
+        assert!(!handled.contains("ns/b", Some("7"), quota, "insufficient quota"));
+
+        handled.record("ns/b", None, quota, "insufficient quota");
+        handled.retain(|key| key != "ns/b");
+        assert!(!handled.contains("ns/b", None, quota, "insufficient quota"));
+        handled.forget("ns/a");
+        assert!(!handled.contains("ns/a", Some("7"), quota, "insufficient quota"));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Builders for scheduler test fixtures and expected decisions.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use jiff::Timestamp;
 
@@ -274,13 +275,12 @@ impl WorkloadExt for Workload {
     }
 
     fn pod_sets(mut self, pod_sets: Vec<PodSet>) -> Self {
-        self.pod_sets = pod_sets;
+        self.pod_sets = pod_sets.into();
         self
     }
 
     fn namespace_label(mut self, key: &str, value: &str) -> Self {
-        self.namespace_labels
-            .insert(key.to_owned(), value.to_owned());
+        Arc::make_mut(&mut self.namespace_labels).insert(key.to_owned(), value.to_owned());
         self
     }
 

@@ -65,7 +65,7 @@ fn pending_workload_becomes_the_model_with_limit_range_defaults() {
     let mut want = model::Workload::new("team-a/wl", "cq", ts(100));
     want.uid = "uid-wl".to_owned();
     want.job_uid = Some("job-1".to_owned());
-    want.namespace_labels = labels(&[("team", "a")]);
+    want.namespace_labels = Arc::new(labels(&[("team", "a")]));
     want.priority = 7;
     want.requeue_at = Some(ts(500));
     want.pod_sets = vec![PodSet {
@@ -87,7 +87,8 @@ fn pending_workload_becomes_the_model_with_limit_range_defaults() {
             value: "true".to_owned(),
             effect: None,
         }],
-    }];
+    }]
+    .into();
     assert_eq!(
         converted.pending,
         vec![PendingWorkload {
@@ -342,7 +343,7 @@ fn cached_conversions_follow_what_they_read() {
     state.namespaces = vec![Arc::new(namespace("team-a", json!({"team": "b"})))];
     let relabelled = convert_cached(&state, &options, &mut cache);
     assert!(!unchanged(&relabelled));
-    assert_eq!(labels_of(&relabelled), labels(&[("team", "b")]));
+    assert_eq!(*labels_of(&relabelled), labels(&[("team", "b")]));
 
     let mut range = limit_range(
         "team-a",
