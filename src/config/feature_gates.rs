@@ -232,6 +232,9 @@ impl Feature {
             }
             VisibilityOnDemand => Some("Kuota does not serve the visibility API yet"),
             SparkApplicationIntegration => Some("Kuota has no SparkApplication integration"),
+            RecomputeAssignmentUponPreemptionTargetsOverlap => Some(
+                "Kuota skips a workload whose preemption targets overlap those of a workload earlier in the same cycle and evaluates it again in the next cycle",
+            ),
             _ => None,
         }
     }
