@@ -82,9 +82,10 @@ type Usage = BTreeMap<FlavorResource, Quantity>;
 #[derive(Clone, Debug, Default)]
 struct ClusterQueueQueue {
     active: BTreeMap<OrderKey, Workload>,
-    order: BTreeMap<String, OrderKey>,
-    backoff: BTreeMap<String, Workload>,
-    inadmissible: BTreeMap<String, Workload>,
+    // Looked up by key many times per pass for thousands of workloads, never walked in order.
+    order: HashMap<String, OrderKey>,
+    backoff: HashMap<String, Workload>,
+    inadmissible: HashMap<String, Workload>,
     failed_shapes: HashMap<Shape, Verdict>,
     /// The workload that issued preemptions and waits for its victims to go. Like Kueue's
     /// preemptor, which stays at the head of its queue, it is evaluated again in every cycle,
@@ -164,7 +165,7 @@ impl ClusterQueueQueue {
 pub struct Queues {
     queues: BTreeMap<String, ClusterQueueQueue>,
     /// ClusterQueue of every known workload.
-    location: BTreeMap<String, String>,
+    location: HashMap<String, String>,
 }
 
 impl Queues {
@@ -204,6 +205,19 @@ impl Queues {
     pub fn remove(&mut self, key: &str) -> Option<Workload> {
         let cq = self.location.remove(key)?;
         self.queues.get_mut(&cq).and_then(|queue| queue.remove(key))
+    }
+
+    /// Forgets every workload whose key `keep` refuses.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        let gone: Vec<String> = self
+            .location
+            .keys()
+            .filter(|key| !keep(key))
+            .cloned()
+            .collect();
+        for key in gone {
+            self.remove(&key);
+        }
     }
 
     /// Whether the workload is pending in some queue.

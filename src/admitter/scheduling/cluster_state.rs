@@ -166,19 +166,26 @@ impl Converted {
     }
 }
 
-/// Workloads converted earlier, reused while neither the workload (its `resourceVersion`) nor
-/// what its conversion reads (namespace labels, LimitRanges, options) changed.
+/// Workloads converted earlier, reused while neither the workload nor what its conversion
+/// reads (namespace labels, LimitRanges, options) changed. Entries are found by the address of
+/// the stored object: the store gives a changed object a new `Arc`, and each entry holds its
+/// `Arc`, so an address seen again is the very same object, found without hashing its name.
 #[derive(Clone, Debug, Default)]
 pub struct WorkloadCache {
-    entries: HashMap<String, CachedWorkload>,
+    entries: HashMap<usize, CachedWorkload>,
 }
 
 #[derive(Clone, Debug)]
 struct CachedWorkload {
-    uid: Option<String>,
-    resource_version: Option<String>,
+    /// Held so that its address is not reused while the entry lives.
+    object: Arc<api::Workload>,
+    key: String,
     context: u64,
     workload: Result<model::Workload, QuantityError>,
+}
+
+fn address(object: &Arc<api::Workload>) -> usize {
+    Arc::as_ptr(object).addr()
 }
 
 impl WorkloadCache {
@@ -187,31 +194,35 @@ impl WorkloadCache {
         Self::default()
     }
 
-    /// The workload with PodSets, taken from the previous round (`true`) or converted now,
-    /// moved into `next` for the round after.
+    /// The workload's key (`namespace/name`), remembered from the previous round.
+    pub fn key(&self, object: &Arc<api::Workload>) -> String {
+        match self.entries.get(&address(object)) {
+            Some(cached) => cached.key.clone(),
+            None => workload_key(object),
+        }
+    }
+
+    /// The workload with PodSets, taken from the previous round's `cached` entry (`true`) or
+    /// converted now, moved into `next` for the round after.
     fn get(
-        previous: &mut HashMap<String, CachedWorkload>,
-        next: &mut HashMap<String, CachedWorkload>,
+        cached: Option<CachedWorkload>,
+        next: &mut HashMap<usize, CachedWorkload>,
         key: &str,
-        object: &api::Workload,
+        object: &Arc<api::Workload>,
         context: &WorkloadContext<'_>,
     ) -> (Result<model::Workload, QuantityError>, bool) {
-        let resource_version = object.metadata.resource_version.as_deref();
-        let reusable = previous.remove(key).filter(|cached| {
-            resource_version.is_some()
-                && cached.uid.as_deref() == object.metadata.uid.as_deref()
-                && cached.resource_version.as_deref() == resource_version
-                && cached.context == context.fingerprint
+        let reusable = cached.filter(|cached| {
+            Arc::ptr_eq(&cached.object, object) && cached.context == context.fingerprint
         });
         let reused = reusable.is_some();
         let cached = reusable.unwrap_or_else(|| CachedWorkload {
-            uid: object.uid(),
-            resource_version: object.resource_version(),
+            object: Arc::clone(object),
+            key: key.to_owned(),
             context: context.fingerprint,
             workload: from_api::workload(object, &context.inputs),
         });
         let workload = cached.workload.clone();
-        next.insert(key.to_owned(), cached);
+        next.insert(address(object), cached);
         (workload, reused)
     }
 }
@@ -308,7 +319,10 @@ pub fn convert_cached(
             },
             fingerprint,
         };
-        let key = workload_key(object);
+        let cached = previous.remove(&address(object));
+        let key = cached
+            .as_ref()
+            .map_or_else(|| workload_key(object), |cached| cached.key.clone());
         let local_queue = object
             .spec
             .queue_name
@@ -319,7 +333,7 @@ pub fn convert_cached(
             Placement::Ignored => {}
             Placement::HoldsQuota(admission) => {
                 let mut workload =
-                    WorkloadCache::get(&mut previous, &mut next_cache, &key, object, &context)
+                    WorkloadCache::get(cached, &mut next_cache, &key, object, &context)
                         .0
                         // Requests only matter while pending; the admission carries the usage.
                         .unwrap_or_else(|_| {
@@ -359,7 +373,7 @@ pub fn convert_cached(
                     });
                     continue;
                 }
-                match WorkloadCache::get(&mut previous, &mut next_cache, &key, object, &context) {
+                match WorkloadCache::get(cached, &mut next_cache, &key, object, &context) {
                     (Ok(mut workload), unchanged) => {
                         workload.cluster_queue =
                             queue_object.spec.cluster_queue.clone().unwrap_or_default();

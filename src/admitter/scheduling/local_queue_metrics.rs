@@ -79,7 +79,11 @@ pub fn pending_by_local_queue(
         if !queues.contains(key) {
             continue;
         }
-        let counts = pending.entry(waiting.local_queue.clone()).or_default();
+        // Looked up before inserting: thousands wait in a few LocalQueues.
+        let counts = match pending.get_mut(&waiting.local_queue) {
+            Some(counts) => counts,
+            None => pending.entry(waiting.local_queue.clone()).or_default(),
+        };
         if queues.is_inadmissible(key) {
             counts.inadmissible += 1;
         } else {

@@ -3,7 +3,7 @@
 //! detection and the retry backoff from one pass to the next. The loop in [`super`] runs it and
 //! dispatches the decisions; tests run it without an API server.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -14,7 +14,7 @@ use super::overlay::Overlay;
 use super::requeue::{Observed, Requeue};
 use crate::api::constants::condition;
 use crate::api::v1beta2 as api;
-use crate::quota::from_api::{ConversionOptions, workload_key};
+use crate::quota::from_api::ConversionOptions;
 use crate::quota::{Decision, Queues, RequeueScope, SchedulerConfig, Snapshot, cycle};
 
 /// What one pass decided, with what it decided on.
@@ -36,8 +36,6 @@ pub struct Planner {
     scheduler_config: SchedulerConfig,
     /// Pending workloads, long-lived so that parked ones stay parked.
     pub queues: Queues,
-    /// Keys pushed into `queues` by the last pass.
-    pushed: BTreeSet<String>,
     /// Writes in flight.
     pub overlay: Overlay,
     observed: Observed,
@@ -53,7 +51,6 @@ impl Planner {
             cache: WorkloadCache::new(),
             scheduler_config,
             queues: Queues::new(),
-            pushed: BTreeSet::new(),
             overlay: Overlay::default(),
             observed: Observed::default(),
             backoff: Backoff::default(),
@@ -75,7 +72,7 @@ impl Planner {
             .workloads
             .iter()
             .filter(|workload| !workload.is_condition_true(condition::FINISHED))
-            .map(|workload| (workload_key(workload), Arc::clone(workload)))
+            .map(|workload| (self.cache.key(workload), Arc::clone(workload)))
             .collect();
         self.overlay.reconcile(&objects);
         let mut converted = convert_cached(state, &self.options, &mut self.cache);
@@ -93,13 +90,13 @@ impl Planner {
         }
         self.observed = observed;
 
-        let mut pending_keys = BTreeSet::new();
+        let mut pending_keys = HashSet::with_capacity(converted.pending.len());
         for pending in &converted.pending {
-            let key = &pending.workload.key;
+            let key = pending.workload.key.as_str();
             if self.backoff.is_waiting(key, now) {
                 continue;
             }
-            pending_keys.insert(key.clone());
+            pending_keys.insert(key);
             // Pushing an unchanged workload is a no-op, but costs a clone and a deep compare
             // per pending workload per pass.
             let in_place = pending.unchanged
@@ -109,10 +106,8 @@ impl Planner {
                 self.queues.push(pending.workload.clone());
             }
         }
-        for stale in self.pushed.difference(&pending_keys) {
-            self.queues.remove(stale);
-        }
-        self.pushed = pending_keys;
+        // Deleted, admitted elsewhere, moved to a stopped LocalQueue, or waiting out a backoff.
+        self.queues.retain(|key| pending_keys.contains(key));
 
         let decisions = cycle(&snapshot, &mut self.queues);
         // What this cycle admitted holds quota from now on: observed as held, its release is

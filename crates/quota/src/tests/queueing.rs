@@ -309,6 +309,37 @@ fn parked_workloads_wait_for_a_change() {
 }
 
 #[test]
+fn retained_workloads_stay_where_they_were_and_the_rest_are_forgotten() {
+    let busy = snapshot(
+        vec![cq_cpu("cq", 10)],
+        vec![wl("old", "cq", 0, 5).admitted_in("cq", "default", 1)],
+    );
+    let mut queues = Queues::new();
+    queues.push(wl("big", "cq", 1, 6));
+    queues.push(wl("gone", "cq", 2, 6));
+    queues.push(wl("next", "cq", 3, 4));
+    assert_eq!(
+        cycle(&busy, &mut queues),
+        vec![
+            waiting("big", 1),
+            waiting("gone", 1),
+            admit_cpu("next", "cq", "default", 4)
+        ]
+    );
+
+    queues.retain(|key| key != "ns/gone");
+    assert!(queues.is_inadmissible("ns/big"), "parked stays parked");
+    assert!(!queues.contains("ns/gone"));
+    assert_eq!(
+        queues.pending("cq"),
+        PendingCounts {
+            active: 0,
+            inadmissible: 1
+        }
+    );
+}
+
+#[test]
 fn strict_fifo_head_stays_blocked_until_a_change() {
     let busy = snapshot(
         vec![cq_cpu("cq", 10).strict()],
