@@ -75,9 +75,11 @@ pub struct ServeArgs {
     #[arg(long, env = "KUOTA_WEBHOOK_URL", value_name = "URL", value_parser = parse_webhook_url)]
     pub webhook_url: Option<Uri>,
 
-    /// With `--webhook-url`: register only the CRD conversion, not the admission webhooks, so
-    /// that no admission webhook is in the API server's request path. The admitter then runs
-    /// alone, as Kueue's minimalkueue does; the scheduler benchmark compares the two this way.
+    /// With `--webhook-url`: register nothing with the API server, neither the admission
+    /// webhooks nor the CRD conversion, so that no webhook of ours is in its path. The admitter
+    /// then runs alone, as Kueue's minimalkueue does (served versions other than the stored
+    /// v1beta2 are then relabelled, not converted); the scheduler benchmark compares the two
+    /// this way.
     #[arg(long, env = "KUOTA_ADMITTER_ONLY", requires = "webhook_url")]
     pub admitter_only: bool,
 

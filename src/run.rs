@@ -71,7 +71,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
                     .clone()
                     .map(|url| crate::serve::OutOfClusterArgs {
                         url,
-                        admission_webhooks: !args.admitter_only,
+                        register_webhooks: !args.admitter_only,
                     }),
             ))?;
             Ok(())

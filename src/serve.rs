@@ -301,16 +301,17 @@ async fn shutdown_signal() {
 pub struct OutOfClusterArgs {
     /// The HTTPS base URL at which the API server reaches this process.
     pub url: Uri,
-    /// Whether the admission webhook configurations are registered (the CRD conversion always is).
-    pub admission_webhooks: bool,
+    /// Whether anything is registered with the API server: the admission webhook configurations
+    /// and the CRD conversion (not in admitter-only mode).
+    pub register_webhooks: bool,
 }
 
 /// Development mode: the webhook runs outside the cluster at a URL the API server can reach;
-/// our webhook configurations (unless admitter-only) and CRD conversion are registered with that
+/// unless admitter-only, our webhook configurations and CRD conversion are registered with that
 /// URL and removed again on a clean shutdown.
 struct OutOfCluster {
     url: String,
-    admission_webhooks: bool,
+    register_webhooks: bool,
     listen: SocketAddr,
     ca_pem: String,
     cert_pem: String,
@@ -339,7 +340,7 @@ impl OutOfCluster {
         let base = url.to_string();
         Ok(Self {
             url: base.trim_end_matches('/').to_string(),
-            admission_webhooks: args.admission_webhooks,
+            register_webhooks: args.register_webhooks,
             listen,
             ca_pem: ca.cert_pem().to_string(),
             cert_pem: serving.cert_pem,
@@ -368,16 +369,21 @@ impl OutOfCluster {
     }
 
     async fn register(&self, client: &Client, config: &Configuration) -> Result<(), ServeError> {
-        if self.admission_webhooks {
-            let params = PatchParams::apply(FIELD_MANAGER).force();
-            let (mutating, validating) = self.configurations(config);
-            let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-            api.patch(&mutating.name_any(), &params, &Patch::Apply(&mutating))
-                .await?;
-            let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-            api.patch(&validating.name_any(), &params, &Patch::Apply(&validating))
-                .await?;
+        if !self.register_webhooks {
+            tracing::info!(
+                url = %self.url,
+                "admitter-only: no admission webhook configuration or CRD conversion registered"
+            );
+            return Ok(());
         }
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let (mutating, validating) = self.configurations(config);
+        let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+        api.patch(&mutating.name_any(), &params, &Patch::Apply(&mutating))
+            .await?;
+        let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+        api.patch(&validating.name_any(), &params, &Patch::Apply(&validating))
+            .await?;
         let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
         for plural in crds::CONVERTED_PLURALS {
             let name = format!("{plural}.{GROUP}");
@@ -395,23 +401,20 @@ impl OutOfCluster {
                 .patch(&name, &PatchParams::default(), &Patch::Merge(conversion))
                 .await?;
         }
-        tracing::info!(
-            url = %self.url,
-            admission_webhooks = self.admission_webhooks,
-            "registered CRD conversion and, unless admitter-only, the webhook configurations"
-        );
+        tracing::info!(url = %self.url, "registered the webhook configurations and CRD conversion");
         Ok(())
     }
 
     async fn unregister(&self, client: &Client, config: &Configuration) {
-        if self.admission_webhooks {
-            let (mutating, validating) = self.configurations(config);
-            let dp = DeleteParams::default();
-            let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
-            let _ = api.delete(&mutating.name_any(), &dp).await;
-            let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-            let _ = api.delete(&validating.name_any(), &dp).await;
+        if !self.register_webhooks {
+            return;
         }
+        let (mutating, validating) = self.configurations(config);
+        let dp = DeleteParams::default();
+        let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+        let _ = api.delete(&mutating.name_any(), &dp).await;
+        let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+        let _ = api.delete(&validating.name_any(), &dp).await;
         let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
         for plural in crds::CONVERTED_PLURALS {
             let name = format!("{plural}.{GROUP}");
