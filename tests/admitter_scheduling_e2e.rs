@@ -1001,3 +1001,74 @@ async fn the_status_write_ceiling_harness_admits_each_workload_with_kuotas_statu
         ));
     }
 }
+
+/// `objectRetentionPolicies.workloads.afterFinished`: a finished Workload is deleted once the
+/// retention has passed since it finished (Kuota's finalizer taken off first), with Kueue's
+/// event; an unfinished one stays.
+#[tokio::test]
+async fn finished_workloads_are_deleted_once_their_retention_has_passed() {
+    let env = env().await;
+    let retention = tokio::spawn(kuota::admitter::retention::delete_finished(
+        env.client.clone(),
+        Duration::from_secs(2),
+    ));
+    let workloads = env.workloads();
+    for (name, finalizers) in [
+        ("done", json!(["kueue.x-k8s.io/resource-in-use"])),
+        ("running", json!([])),
+    ] {
+        workloads
+            .create(
+                &PostParams::default(),
+                &from_json(json!({
+                    "metadata": {"name": name, "finalizers": finalizers},
+                    "spec": {"podSets": [{
+                        "name": "main",
+                        "count": 1,
+                        "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+                    }]},
+                })),
+            )
+            .await
+            .expect("create workload");
+    }
+    env.finish("done").await;
+    let finished = std::time::Instant::now();
+
+    eventually(WAIT, "the finished Workload is deleted", || {
+        let workloads = workloads.clone();
+        async move { workloads.get_opt("done").await.is_ok_and(|w| w.is_none()) }
+    })
+    .await
+    .expect("deleted");
+    // The condition's time has whole seconds, so the retention may end up to 1 s early.
+    assert!(
+        finished.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        finished.elapsed()
+    );
+    assert!(
+        workloads.get_opt("running").await.expect("get").is_some(),
+        "an unfinished Workload stays"
+    );
+
+    let events: Api<Event> = Api::namespaced(env.client.clone(), env.ns.name());
+    eventually(WAIT, "the deletion is reported", || {
+        let events = events.clone();
+        async move {
+            events.list(&ListParams::default()).await.is_ok_and(|list| {
+                list.items.iter().any(|event| {
+                    event.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("done")
+                        && event.reason.as_deref() == Some("Deleted")
+                        && event.note.as_deref()
+                            == Some("Deleted finished workload due to elapsed retention")
+                        && event.reporting_controller.as_deref()
+                            == Some("kueue-workload-controller")
+                })
+            })
+        }
+    })
+    .await
+    .expect("event");
+    retention.abort();
+}

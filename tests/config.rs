@@ -384,8 +384,7 @@ fn full_v1beta2_file_loads() {
             "health.readinessEndpointName is ignored: Kuota serves readiness at /readyz",
             "health.livenessEndpointName is ignored: Kuota serves liveness at /healthz",
             "waitForPodsReady.blockAdmission is ignored: Kuota admits without waiting for earlier workloads' pods to be ready",
-            "objectRetentionPolicies.workloads.afterFinished is ignored: Kuota does not delete Workloads",
-            "objectRetentionPolicies.workloads.afterDeactivatedByKueue is ignored: Kuota does not delete Workloads",
+            "objectRetentionPolicies.workloads.afterDeactivatedByKueue is ignored: Kuota does not deactivate Workloads, so none is deleted for it",
         ]),
     };
     assert_eq!(configuration, expected);

@@ -2,6 +2,7 @@
 //! starts the jobs; only the replica holding the leader Lease admits.
 
 pub mod jobs;
+pub mod retention;
 pub mod scheduling;
 pub mod writers;
 
@@ -35,9 +36,13 @@ pub async fn run(
         async move {
             // Both halves stop when this future is dropped on losing the Lease.
             let jobs = job_controllers_after_sync(client.clone(), config.clone(), stores.clone());
+            let retention = match config.object_retention_policies.workloads.after_finished {
+                Some(after) => retention::delete_finished(client.clone(), after).boxed(),
+                None => futures::future::ready(()).boxed(),
+            };
             let scheduler =
                 run_scheduler(client, config, stores, metrics, futures::future::pending());
-            let (_, scheduled) = futures::join!(jobs, scheduler);
+            let (_, scheduled, ()) = futures::join!(jobs, scheduler, retention);
             if let Err(err) = scheduled {
                 tracing::error!(%err, "the scheduler stopped");
             }

@@ -484,9 +484,10 @@ pub struct ObjectRetentionPolicies {
 /// `objectRetentionPolicies.workloads`; `None` keeps Workloads forever.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WorkloadRetentionPolicy {
-    /// Delete a finished Workload this long after it finished.
+    /// Delete a finished Workload this long after it finished (`admitter::retention`).
     pub after_finished: Option<Duration>,
-    /// Delete a Workload deactivated by Kuota this long after deactivation.
+    /// Delete a Workload deactivated by Kuota this long after deactivation (not acted on: Kuota
+    /// does not deactivate Workloads yet).
     pub after_deactivated_by_kueue: Option<Duration>,
 }
 

@@ -730,8 +730,7 @@ objectRetentionPolicies: {workloads: {afterFinished: 1h, afterDeactivatedByKueue
                 "health.readinessEndpointName is ignored: Kuota serves readiness at /readyz",
                 "health.livenessEndpointName is ignored: Kuota serves liveness at /healthz",
                 "waitForPodsReady.blockAdmission is ignored: Kuota admits without waiting for earlier workloads' pods to be ready",
-                "objectRetentionPolicies.workloads.afterFinished is ignored: Kuota does not delete Workloads",
-                "objectRetentionPolicies.workloads.afterDeactivatedByKueue is ignored: Kuota does not delete Workloads",
+                "objectRetentionPolicies.workloads.afterDeactivatedByKueue is ignored: Kuota does not deactivate Workloads, so none is deleted for it",
             ]
         );
     }
@@ -742,7 +741,7 @@ objectRetentionPolicies: {workloads: {afterFinished: 1h, afterDeactivatedByKueue
 metrics: {bindAddress: ':9443', enableClusterQueueResources: false, localQueueMetrics: {enable: true, localQueueSelector: {matchLabels: {team: a}}}}
 health: {healthProbeBindAddress: ':9090', readinessEndpointName: /readyz, livenessEndpointName: /healthz}
 waitForPodsReady: {blockAdmission: false}
-objectRetentionPolicies: {workloads: {}}
+objectRetentionPolicies: {workloads: {afterFinished: 1h}}
 ";
         assert_eq!(warnings(body), Vec::<String>::new());
     }

@@ -300,14 +300,9 @@ impl Resolver {
         const PATH: &str = "objectRetentionPolicies.workloads";
         let workloads = policies.workloads.unwrap_or_default();
         self.ignored(
-            "objectRetentionPolicies.workloads.afterFinished",
-            workloads.after_finished.is_some(),
-            "Kuota does not delete Workloads",
-        );
-        self.ignored(
             "objectRetentionPolicies.workloads.afterDeactivatedByKueue",
             workloads.after_deactivated_by_kueue.is_some(),
-            "Kuota does not delete Workloads",
+            "Kuota does not deactivate Workloads, so none is deleted for it",
         );
         ObjectRetentionPolicies {
             workloads: WorkloadRetentionPolicy {
