@@ -80,6 +80,9 @@ fn fail_with(
     error: impl std::fmt::Display,
 ) -> ! {
     kubectl(what);
+    // A pod that never leaves Pending is the node's or the scheduler's story.
+    kubectl(&["get", "nodes", "-o", "wide"]);
+    kubectl(&["get", "events", "-A", "--sort-by=.lastTimestamp"]);
     kubectl(&[
         "logs",
         "-n",
