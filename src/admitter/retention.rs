@@ -4,7 +4,7 @@
 //! lets finished Workloads go, so retention keeps its own small record of them, and only when
 //! the option is set.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -58,49 +58,83 @@ pub fn retained(workload: &Workload, retention: Duration) -> Option<(String, Ret
     ))
 }
 
-/// The uids due for deletion at `now`, and when the next of the others is due.
-pub fn due(
-    retained: &HashMap<String, Retained>,
-    now: Timestamp,
-) -> (Vec<String>, Option<Timestamp>) {
-    let mut due_now: Vec<String> = retained
-        .iter()
-        .filter(|(_, entry)| entry.due <= now)
-        .map(|(uid, _)| uid.clone())
-        .collect();
-    due_now.sort();
-    let next = retained
-        .values()
-        .map(|entry| entry.due)
-        .filter(|at| *at > now)
-        .min();
-    (due_now, next)
+/// The finished Workloads waiting for deletion, by uid and in the order they fall due, so that
+/// a watch event or a wake-up costs a lookup rather than a scan of all of them.
+#[derive(Debug, Default)]
+pub struct Record {
+    by_uid: HashMap<String, Retained>,
+    by_due: BTreeSet<(Timestamp, String)>,
+}
+
+impl Record {
+    /// Keeps `entry` unless `uid` is kept already (its due time may have been put off).
+    fn keep(&mut self, uid: String, entry: Retained) {
+        if !self.by_uid.contains_key(&uid) {
+            self.by_due.insert((entry.due, uid.clone()));
+            self.by_uid.insert(uid, entry);
+        }
+    }
+
+    fn forget(&mut self, uid: &str) {
+        if let Some(entry) = self.by_uid.remove(uid) {
+            self.by_due.remove(&(entry.due, uid.to_owned()));
+        }
+    }
+
+    fn put_off(&mut self, uid: &str, due: Timestamp) {
+        if let Some(entry) = self.by_uid.get_mut(uid) {
+            self.by_due.remove(&(entry.due, uid.to_owned()));
+            entry.due = due;
+            self.by_due.insert((due, uid.to_owned()));
+        }
+    }
+
+    fn clear(&mut self) {
+        self.by_uid.clear();
+        self.by_due.clear();
+    }
+
+    fn get(&self, uid: &str) -> Option<&Retained> {
+        self.by_uid.get(uid)
+    }
+
+    /// The uids due for deletion at `now`, and when the next of the others is due.
+    pub fn due(&self, now: Timestamp) -> (Vec<String>, Option<Timestamp>) {
+        let due_now = self
+            .by_due
+            .iter()
+            .take_while(|(due, _)| *due <= now)
+            .map(|(_, uid)| uid.clone())
+            .collect();
+        let next = self
+            .by_due
+            .iter()
+            .map(|(due, _)| *due)
+            .find(|due| *due > now);
+        (due_now, next)
+    }
 }
 
 /// Follows `event` in the record of finished Workloads.
-fn follow(
-    retained: &mut HashMap<String, Retained>,
-    event: watcher::Event<Workload>,
-    retention: Duration,
-) {
+fn follow(record: &mut Record, event: watcher::Event<Workload>, retention: Duration) {
     match event {
-        watcher::Event::Init => retained.clear(),
+        watcher::Event::Init => record.clear(),
         watcher::Event::InitApply(workload) | watcher::Event::Apply(workload) => {
-            match self::retained(&workload, retention) {
+            match retained(&workload, retention) {
                 // A deletion already asked for is not asked for again.
                 Some((uid, entry)) if workload.meta().deletion_timestamp.is_none() => {
-                    retained.entry(uid).or_insert(entry);
+                    record.keep(uid, entry);
                 }
                 _ => {
                     if let Some(uid) = workload.uid() {
-                        retained.remove(&uid);
+                        record.forget(&uid);
                     }
                 }
             }
         }
         watcher::Event::Delete(workload) => {
             if let Some(uid) = workload.uid() {
-                retained.remove(&uid);
+                record.forget(&uid);
             }
         }
         watcher::Event::InitDone => {}
@@ -115,32 +149,35 @@ pub async fn delete_finished(client: Client, retention: Duration) {
     let mut events = watcher(all, watcher::Config::default())
         .default_backoff()
         .boxed();
-    let mut retained: HashMap<String, Retained> = HashMap::new();
+    let mut record = Record::default();
     tracing::info!(
         ?retention,
         "deleting finished Workloads after their retention"
     );
     loop {
         let now = Timestamp::now();
-        let (due_now, _) = due(&retained, now);
+        let (due_now, _) = record.due(now);
         for uid in due_now {
-            let Some(entry) = retained.get(&uid).cloned() else {
+            let Some(entry) = record.get(&uid).cloned() else {
                 continue;
             };
             if delete(&client, &recorder, &uid, &entry).await {
-                retained.remove(&uid);
-            } else if let Some(entry) = retained.get_mut(&uid) {
-                entry.due = now.checked_add(RETRY_INTERVAL).unwrap_or(Timestamp::MAX);
+                record.forget(&uid);
+            } else {
+                record.put_off(
+                    &uid,
+                    now.checked_add(RETRY_INTERVAL).unwrap_or(Timestamp::MAX),
+                );
             }
         }
-        let (_, next) = due(&retained, Timestamp::now());
+        let (_, next) = record.due(Timestamp::now());
         let wait = next
             .and_then(|at| Duration::try_from(at.duration_since(Timestamp::now())).ok())
             .unwrap_or(IDLE_WAKE)
             .min(IDLE_WAKE);
         tokio::select! {
             event = events.next() => match event {
-                Some(Ok(event)) => follow(&mut retained, event, retention),
+                Some(Ok(event)) => follow(&mut record, event, retention),
                 Some(Err(error)) => tracing::warn!(%error, "watching Workloads for retention"),
                 None => return,
             },
@@ -242,23 +279,38 @@ mod tests {
             name: name.to_owned(),
             due: at(due),
         };
-        let retained: HashMap<String, Retained> = [
-            ("uid-b".to_owned(), entry("b", 100)),
-            ("uid-a".to_owned(), entry("a", 50)),
-            ("uid-c".to_owned(), entry("c", 300)),
-            ("uid-d".to_owned(), entry("d", 200)),
-        ]
-        .into_iter()
-        .collect();
+        let mut record = Record::default();
+        for (uid, name, due) in [
+            ("uid-b", "b", 100),
+            ("uid-a", "a", 50),
+            ("uid-c", "c", 300),
+            ("uid-d", "d", 200),
+        ] {
+            record.keep(uid.to_owned(), entry(name, due));
+        }
         assert_eq!(
-            due(&retained, at(100)),
+            record.due(at(100)),
             (vec!["uid-a".to_owned(), "uid-b".to_owned()], Some(at(200)))
         );
-        assert_eq!(due(&retained, at(10)), (Vec::new(), Some(at(50))));
+        assert_eq!(record.due(at(10)), (Vec::new(), Some(at(50))));
         assert_eq!(
-            due(&retained, at(300)).1,
+            record.due(at(300)).1,
             None,
             "nothing is due later than the last"
+        );
+        record.put_off("uid-a", at(250));
+        record.forget("uid-b");
+        assert_eq!(record.due(at(100)), (Vec::new(), Some(at(200))));
+        assert_eq!(
+            record.due(at(260)),
+            (vec!["uid-d".to_owned(), "uid-a".to_owned()], Some(at(300))),
+            "in the order they fall due"
+        );
+        record.keep("uid-a".to_owned(), entry("a", 50));
+        assert_eq!(
+            record.get("uid-a").map(|entry| entry.due),
+            Some(at(250)),
+            "a put-off deletion stays put off when the Workload changes"
         );
     }
 
@@ -270,13 +322,13 @@ mod tests {
             .condition("Finished", "True", "Succeeded", "done", 1_000)
             .build();
         let uid = finished.uid().expect("uid");
-        let mut record = HashMap::new();
+        let mut record = Record::default();
         follow(
             &mut record,
             watcher::Event::Apply(pending.clone()),
             retention,
         );
-        assert!(record.is_empty());
+        assert_eq!(record.due(at(0)), (Vec::new(), None));
         follow(
             &mut record,
             watcher::Event::Apply(finished.clone()),
@@ -288,7 +340,7 @@ mod tests {
             watcher::Event::Delete(finished.clone()),
             retention,
         );
-        assert!(record.is_empty());
+        assert_eq!(record.due(at(0)), (Vec::new(), None));
         follow(&mut record, watcher::Event::Init, retention);
         follow(
             &mut record,
@@ -296,8 +348,12 @@ mod tests {
             retention,
         );
         follow(&mut record, watcher::Event::InitDone, retention);
-        assert_eq!(record.len(), 1);
+        assert_eq!(record.due(at(2_000)), (vec![uid.clone()], None));
         follow(&mut record, watcher::Event::Init, retention);
-        assert!(record.is_empty(), "a relist starts the record again");
+        assert_eq!(
+            record.due(at(2_000)),
+            (Vec::new(), None),
+            "a relist starts the record again"
+        );
     }
 }
