@@ -174,8 +174,8 @@ type Figure = fn(&Outcome) -> f64;
 /// A table row: its label and how to read its figure from a run.
 type Row = (String, Box<dyn Fn(&Outcome) -> f64>);
 
-/// One row per Workload class: `{what}, {class} (s or count)` read by `figure` from the class's
-/// summary.
+/// One row per Workload class, labelled `what` with `{class}` replaced by the class's name,
+/// read by `figure` from the class's summary.
 fn class_rows(
     rows: &mut Vec<Row>,
     classes: &[String],
@@ -249,9 +249,8 @@ fn render(
         "average time to admission, {class} (s)",
         |c| lossless(c.average_time_to_admission_ms) / 1000.0,
     );
-    // The runner counts from a Workload's first admission to its finish: beyond the class's run
-    // time this is the runner's delay in finishing it plus, for an evicted Workload, its second
-    // wait in the queue.
+    // The runner keeps a Workload's latest admission: beyond the class's run time this is how
+    // late the runner's own `Finished` write came.
     class_rows(
         &mut rows,
         &workload_classes,
