@@ -133,9 +133,31 @@ pub fn remove_after_exit(dir: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// A TCP port on 127.0.0.1 that was free a moment ago.
+/// Ports handed to components, below the kernel's default ephemeral range (32768 and up): a
+/// port the kernel picked for us could be handed again to any outgoing connection (the API
+/// server opens many to etcd) before the component binds it, which a CI run saw.
+const PORTS: std::ops::Range<u32> = 20_000..32_000;
+
+/// A TCP port on 127.0.0.1 that is free now and that this process has not handed out before.
+/// Each process starts at its own offset, so concurrent test binaries rarely meet.
 pub fn free_port() -> Result<u16, Error> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let span = PORTS.end - PORTS.start;
+    let seed = std::process::id().wrapping_mul(7919)
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |t| t.subsec_nanos());
+    let _ = NEXT.compare_exchange(u32::MAX, seed % span, Ordering::SeqCst, Ordering::SeqCst);
+    for _ in 0..span {
+        let offset = NEXT.fetch_add(1, Ordering::SeqCst) % span;
+        let port = u16::try_from(PORTS.start + offset).expect("PORTS lies below 65536");
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err(Error::Io(std::io::Error::new(
+        std::io::ErrorKind::AddrInUse,
+        format!("no free port in {PORTS:?}"),
+    )))
 }
