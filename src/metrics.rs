@@ -922,7 +922,7 @@ impl LocalQueueMetrics {
         &self,
         namespace: &str,
         name: &str,
-        reason: &str,
+        (reason, underlying_cause): (&str, &str),
         priority_class: &str,
         replica_role: ReplicaRole,
     ) {
@@ -934,7 +934,7 @@ impl LocalQueueMetrics {
                 name: name.to_owned(),
                 namespace: namespace.to_owned(),
                 reason: reason.to_owned(),
-                underlying_cause: String::new(),
+                underlying_cause: underlying_cause.to_owned(),
                 priority_class: priority_class.to_owned(),
                 replica_role,
             })
@@ -1103,7 +1103,7 @@ mod tests {
         local_queues.report("ns", "hidden", role, &lq_gauges());
         local_queues.admitted("ns", "lq", "high", role, 3.0);
         local_queues.admitted("ns", "hidden", "high", role, 3.0);
-        local_queues.evicted("ns", "lq", "Preempted", "high", role);
+        local_queues.evicted("ns", "lq", ("Preempted", ""), "high", role);
         let text = metrics.encode().unwrap();
         for line in [
             "kueue_local_queue_pending_workloads{name=\"lq\",namespace=\"ns\",status=\"active\",replica_role=\"leader\"} 1\n",

@@ -42,6 +42,9 @@ apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 integrations:
   frameworks: ["batch/job", "kubeflow.org/pytorchjob", "jobset.x-k8s.io/jobset"]
+objectRetentionPolicies:
+  workloads:
+    afterDeactivatedByKueue: 3s
 "#;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -504,6 +507,78 @@ fn an_evicted_job_is_suspended_restored_and_requeued() {
             "the stopping annotation is gone"
         );
         expect_event(&client, ns.name(), "victim", "Stopped", message).await;
+    });
+}
+
+#[test]
+fn the_job_of_a_workload_kuota_deactivated_is_deleted_after_the_retention() {
+    RUNTIME.block_on(async {
+        let (ns, client, jobs, workloads) = test_space().await;
+        let (_, name) = admit_pending_job(&jobs, &workloads, "given-up").await;
+        eventually(WAIT, "the Job runs", || async {
+            jobs.get("given-up")
+                .await
+                .is_ok_and(|job| job.spec.as_ref().and_then(|spec| spec.suspend) == Some(false))
+        })
+        .await
+        .expect("the Job runs");
+
+        // What the admitter writes when it deactivates a Workload past its requeuing limit.
+        workloads
+            .patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"active": false}})),
+            )
+            .await
+            .expect("deactivate");
+        let message =
+            "The workload is deactivated due to exceeding the maximum number of re-queuing retries";
+        let evicted_at = now();
+        update_status(&workloads, &name, |status| {
+            set_condition(
+                status,
+                json!({
+                    "type": "Evicted", "status": "True",
+                    "reason": "DeactivatedDueToRequeuingLimitExceeded",
+                    "message": message, "lastTransitionTime": evicted_at,
+                }),
+            );
+        })
+        .await;
+
+        expect_event(&client, ns.name(), "given-up", "Stopped", message).await;
+        expect_event(
+            &client,
+            ns.name(),
+            "given-up",
+            "Deleted",
+            "Deleted job: deactivation retention period expired",
+        )
+        .await;
+        eventually(WAIT, "the Job and its Workload are gone", || async {
+            matches!(jobs.get_opt("given-up").await, Ok(None))
+                && matches!(workloads.get_opt(&name).await, Ok(None))
+        })
+        .await
+        .expect("the Job is deleted and its Workload garbage collected");
+        // Not before the retention: the eviction time has whole seconds, the event's has more.
+        let events: Api<Event> = Api::namespaced(client.clone(), ns.name());
+        let deleted_at = events
+            .list(&ListParams::default())
+            .await
+            .expect("list events")
+            .items
+            .into_iter()
+            .find(|event| event.reason.as_deref() == Some("Deleted"))
+            .and_then(|event| event.event_time)
+            .expect("the Deleted event has a time")
+            .0;
+        let evicted_at: jiff::Timestamp = evicted_at.parse().expect("rfc3339");
+        assert!(
+            deleted_at >= evicted_at + jiff::SignedDuration::from_secs(3),
+            "deleted at {deleted_at}, evicted at {evicted_at}"
+        );
     });
 }
 

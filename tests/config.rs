@@ -384,7 +384,6 @@ fn full_v1beta2_file_loads() {
             "health.readinessEndpointName is ignored: Kuota serves readiness at /readyz",
             "health.livenessEndpointName is ignored: Kuota serves liveness at /healthz",
             "waitForPodsReady.blockAdmission is ignored: Kuota admits without waiting for earlier workloads' pods to be ready",
-            "objectRetentionPolicies.workloads.afterDeactivatedByKueue is ignored: Kuota does not deactivate Workloads, so none is deleted for it",
         ]),
     };
     assert_eq!(configuration, expected);

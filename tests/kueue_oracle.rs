@@ -459,7 +459,7 @@ fn sampled_registry() -> MetricsRegistry {
         },
     );
     local_queues.admitted("ns", "lq", "", role, 1.0);
-    local_queues.evicted("ns", "lq", "Preempted", "", role);
+    local_queues.evicted("ns", "lq", ("Preempted", ""), "", role);
     registry
 }
 

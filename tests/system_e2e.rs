@@ -389,6 +389,21 @@ impl Env {
         }
     }
 
+    /// Waits until every pod of the Job is being deleted (or gone).
+    async fn wait_until_pods_gone(&self, job: &str) {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), self.ns.name());
+        let selector = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}"));
+        eventually(WAIT, &format!("{job}: pods gone"), || async {
+            pods.list(&selector).await.is_ok_and(|list| {
+                list.items
+                    .iter()
+                    .all(|p| p.metadata.deletion_timestamp.is_some())
+            })
+        })
+        .await
+        .expect("the stopped job's pods are deleted");
+    }
+
     /// Waits until the object's `status` satisfies `probe`.
     async fn wait_for_status<K>(
         &self,
@@ -840,18 +855,7 @@ async fn a_higher_priority_job_preempts_a_lower_one_whose_job_is_suspended_again
             && job.status.as_ref().is_some_and(|s| s.start_time.is_none())
     })
     .await;
-    let pods: Api<Pod> = Api::namespaced(env.client.clone(), env.ns.name());
-    eventually(WAIT, "low-2's pod is gone", || async {
-        pods.list(&ListParams::default().labels("batch.kubernetes.io/job-name=low-2"))
-            .await
-            .is_ok_and(|list| {
-                list.items
-                    .iter()
-                    .all(|p| p.metadata.deletion_timestamp.is_some())
-            })
-    })
-    .await
-    .expect("the suspended job's pod is deleted");
+    env.wait_until_pods_gone("low-2").await;
     // ... its quota is released and it queues again, while the preemptor runs.
     let requeued = env
         .wait_for_workload("low-2", "requeued and waiting", |w| {
@@ -965,6 +969,120 @@ async fn a_higher_priority_job_preempts_a_lower_one_whose_job_is_suspended_again
     env.finish("low-1").await;
     env.finish("low-2").await;
     for job in ["low-1", "low-2", "high"] {
+        env.wait_for_job(job, "complete", job_is_complete).await;
+        env.wait_for_workload(job, "finished", is_finished).await;
+    }
+    env.cleanup().await;
+}
+
+/// What `kubectl kueue stop workload` and `resume workload` do: set `spec.active`.
+fn set_active(env: &Env, workload: &str, active: bool) {
+    let patch = json!({"spec": {"active": active}}).to_string();
+    let out = env.kubectl(
+        &["patch", "workload", workload, "--type=merge", "-p", &patch],
+        None,
+    );
+    assert_eq!(
+        out.trim(),
+        format!("workload.kueue.x-k8s.io/{workload} patched")
+    );
+}
+
+#[tokio::test]
+async fn a_deactivated_job_stops_and_frees_its_quota_and_runs_again_once_reactivated() {
+    let mut env = env().await;
+    let flavor = env.flavor("on-demand").await;
+    let cq = env
+        .cluster_queue("cq", &[(flavor.as_str(), "1")], json!({}))
+        .await;
+    env.local_queue("lq", &cq).await;
+    env.submit(&TestJob::new("first", "lq", "1").keep_running());
+    env.wait_for_workload("first", "admitted", is_admitted)
+        .await;
+    env.wait_until_running("first").await;
+    env.submit(&TestJob::new("second", "lq", "1").keep_running());
+    env.wait_for_workload("second", "waiting for quota", waiting_for_quota)
+        .await;
+
+    let first = env.workload_name("first").await;
+    set_active(&env, &first, false);
+    let deactivated = "The workload is deactivated";
+    let stopped = env
+        .wait_for_workload("first", "evicted and released", |w| {
+            condition(w, "QuotaReserved").is_some_and(|c| c.status == "False")
+        })
+        .await;
+    assert_eq!(
+        condition_triple(&stopped, "Evicted"),
+        Some(("True".into(), "Deactivated".into(), deactivated.into()))
+    );
+    assert_eq!(
+        condition_triple(&stopped, "Requeued"),
+        Some(("False".into(), "Deactivated".into(), deactivated.into()))
+    );
+    assert_eq!(
+        condition_triple(&stopped, "Admitted"),
+        Some((
+            "False".into(),
+            "NoReservation".into(),
+            "The workload has no reservation".into()
+        ))
+    );
+    assert_eq!(
+        stopped.status.as_ref().and_then(|s| s.admission.as_ref()),
+        None
+    );
+    env.wait_for_job("first", "suspended, template restored", |job| {
+        is_suspended(job) && node_selector(job).is_empty()
+    })
+    .await;
+    env.wait_until_pods_gone("first").await;
+    // The freed quota lets the next job in.
+    env.wait_for_workload("second", "admitted", is_admitted)
+        .await;
+    env.wait_until_running("second").await;
+    let described = describe_lines(&env.kubectl(&["describe", "workload", &first], None));
+    assert!(
+        described
+            .iter()
+            .any(|l| l.starts_with("Normal EvictedDueToDeactivated ") && l.ends_with(deactivated)),
+        "EvictedDueToDeactivated event in\n{}",
+        described.join("\n")
+    );
+    // Inactive, it stays out of the queue: its condition is still the one its release set.
+    assert_eq!(
+        condition_triple(&env.workload("first").await, "QuotaReserved"),
+        Some(("False".into(), "Pending".into(), deactivated.into()))
+    );
+
+    set_active(&env, &first, true);
+    let requeued = env
+        .wait_for_workload("first", "requeued, waiting for quota", |w| {
+            waiting_for_quota(w) && condition(w, "Requeued").is_some_and(|c| c.status == "True")
+        })
+        .await;
+    assert_eq!(
+        condition_triple(&requeued, "Requeued"),
+        Some((
+            "True".into(),
+            "Reactivated".into(),
+            "The workload was reactivated".into()
+        ))
+    );
+    env.finish("second").await;
+    let readmitted = env
+        .wait_for_workload("first", "admitted again", is_admitted)
+        .await;
+    assert_eq!(
+        condition_triple(&readmitted, "Evicted"),
+        Some((
+            "False".into(),
+            "QuotaReserved".into(),
+            format!("Previously: {deactivated}")
+        ))
+    );
+    env.finish("first").await;
+    for job in ["first", "second"] {
         env.wait_for_job(job, "complete", job_is_complete).await;
         env.wait_for_workload(job, "finished", is_finished).await;
     }

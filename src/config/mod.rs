@@ -486,8 +486,8 @@ pub struct ObjectRetentionPolicies {
 pub struct WorkloadRetentionPolicy {
     /// Delete a finished Workload this long after it finished (`admitter::retention`).
     pub after_finished: Option<Duration>,
-    /// Delete a Workload deactivated by Kuota this long after deactivation (not acted on: Kuota
-    /// does not deactivate Workloads yet).
+    /// Delete the job of a Workload deactivated by the admitter (not by a user) this long after
+    /// its eviction (the job controllers), as Kueue's job reconciler does.
     pub after_deactivated_by_kueue: Option<Duration>,
 }
 

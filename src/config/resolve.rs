@@ -718,7 +718,6 @@ health: {healthProbeBindAddress: '0', readinessEndpointName: /ready, livenessEnd
 clientConnection: {qps: 300}
 waitForPodsReady: {blockAdmission: true}
 admissionFairSharing: {usageHalfLifeTime: 1h}
-objectRetentionPolicies: {workloads: {afterFinished: 1h, afterDeactivatedByKueue: 0s}}
 ";
         assert_eq!(
             warnings(body),
@@ -730,7 +729,6 @@ objectRetentionPolicies: {workloads: {afterFinished: 1h, afterDeactivatedByKueue
                 "health.readinessEndpointName is ignored: Kuota serves readiness at /readyz",
                 "health.livenessEndpointName is ignored: Kuota serves liveness at /healthz",
                 "waitForPodsReady.blockAdmission is ignored: Kuota admits without waiting for earlier workloads' pods to be ready",
-                "objectRetentionPolicies.workloads.afterDeactivatedByKueue is ignored: Kuota does not deactivate Workloads, so none is deleted for it",
             ]
         );
     }
@@ -741,7 +739,7 @@ objectRetentionPolicies: {workloads: {afterFinished: 1h, afterDeactivatedByKueue
 metrics: {bindAddress: ':9443', enableClusterQueueResources: false, localQueueMetrics: {enable: true, localQueueSelector: {matchLabels: {team: a}}}}
 health: {healthProbeBindAddress: ':9090', readinessEndpointName: /readyz, livenessEndpointName: /healthz}
 waitForPodsReady: {blockAdmission: false}
-objectRetentionPolicies: {workloads: {afterFinished: 1h}}
+objectRetentionPolicies: {workloads: {afterFinished: 1h, afterDeactivatedByKueue: 0s}}
 ";
         assert_eq!(warnings(body), Vec::<String>::new());
     }

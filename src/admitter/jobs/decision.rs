@@ -4,7 +4,8 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::runtime::events::EventType;
 use serde_json::Value;
 
@@ -43,6 +44,9 @@ pub struct JobSettings {
     pub assign_queue_labels: bool,
     /// Feature `FinishOrphanedWorkloads`: finish Workloads whose job is gone.
     pub finish_orphaned_workloads: bool,
+    /// `objectRetentionPolicies.workloads.afterDeactivatedByKueue`: delete the job this long
+    /// after its Workload was deactivated by the admitter (not by a user).
+    pub after_deactivated_by_kueue: Option<Duration>,
 }
 
 impl JobSettings {
@@ -58,6 +62,10 @@ impl JobSettings {
             partial_admission: gates.enabled(Feature::PartialAdmission),
             assign_queue_labels: gates.enabled(Feature::AssignQueueLabelsForPods),
             finish_orphaned_workloads: gates.enabled(Feature::FinishOrphanedWorkloads),
+            after_deactivated_by_kueue: config
+                .object_retention_policies
+                .workloads
+                .after_deactivated_by_kueue,
         }
     }
 }
@@ -141,6 +149,11 @@ pub enum JobAction {
         /// Event on the Workload.
         workload_event: Option<Event>,
     },
+    /// Delete the job (its Workload goes with it), then emit the event on it.
+    DeleteJob {
+        /// Event on the job.
+        event: Event,
+    },
     /// Remove the `resource-in-use` finalizer from the Workload.
     RemoveFinalizer {
         /// Event on the job.
@@ -160,6 +173,7 @@ impl JobAction {
             JobAction::CreateWorkload(_) => "CreateWorkload",
             JobAction::UpdateWorkloadSpec { .. } => "UpdateWorkloadSpec",
             JobAction::DeleteWorkload { .. } => "DeleteWorkload",
+            JobAction::DeleteJob { .. } => "DeleteJob",
             JobAction::PatchJob { .. } => "PatchJob",
             JobAction::ClearJobStartTime => "ClearJobStartTime",
             JobAction::PatchWorkloadStatus { .. } => "PatchWorkloadStatus",
@@ -397,6 +411,21 @@ pub fn reconcile_decision(input: &JobInput<'_>) -> Result<JobAction, DecisionErr
         }
     }
 
+    // A Workload marked for deactivation (its requeuing limit reached) is deactivated; the
+    // admitter then evicts it. Kueue's workload controller does this.
+    if workload.spec.is_active()
+        && workload
+            .true_condition(condition::DEACTIVATION_TARGET)
+            .is_some()
+    {
+        let mut spec = workload.spec.clone();
+        spec.active = Some(false);
+        return Ok(JobAction::UpdateWorkloadSpec {
+            spec: Box::new(spec),
+            event: None,
+        });
+    }
+
     // 7. waitForPodsReady: the PodsReady condition, then the timeout.
     let mut recheck_after = None;
     if let Some(wait) = &settings.wait_for_pods_ready {
@@ -434,6 +463,9 @@ pub fn reconcile_decision(input: &JobInput<'_>) -> Result<JobAction, DecisionErr
             return Ok(write_status(status::clear_reservation(
                 workload, evicted, now,
             )));
+        }
+        if let Some(step) = deactivation_retention(workload, evicted, settings, now) {
+            return Ok(step);
         }
         return Ok(backoff_step(workload, now).unwrap_or(JobAction::Nothing));
     }
@@ -622,6 +654,38 @@ fn pods_ready_timeout(
             message,
         )),
     }
+}
+
+/// `afterDeactivatedByKueue`: the job of a Workload the admitter deactivated (eviction reason
+/// `DeactivatedDueTo<cause>`, unlike a user's plain `Deactivated`) is deleted once the
+/// retention has passed since the eviction.
+fn deactivation_retention(
+    workload: &Workload,
+    evicted: &Condition,
+    settings: &JobSettings,
+    now: Timestamp,
+) -> Option<JobAction> {
+    let retention = settings.after_deactivated_by_kueue?;
+    let by_kuota = format!("{}DueTo", reason::DEACTIVATED);
+    if workload.spec.is_active() || !evicted.reason.starts_with(&by_kuota) {
+        return None;
+    }
+    let retention = SignedDuration::try_from(retention).unwrap_or(SignedDuration::MAX);
+    let due = evicted
+        .last_transition_time
+        .0
+        .checked_add(retention)
+        .unwrap_or(Timestamp::MAX);
+    if due > now {
+        let left = Duration::try_from(due.duration_since(now)).unwrap_or_default();
+        return Some(JobAction::RequeueAfter(left));
+    }
+    Some(JobAction::DeleteJob {
+        event: normal(
+            "Deleted",
+            "Deleted job: deactivation retention period expired",
+        ),
+    })
 }
 
 /// After a `PodsReadyTimeout` (or admission check) eviction the Workload waits out its backoff,

@@ -327,6 +327,19 @@ async fn reconcile_job(
             record(shared, &job_ref, event).await;
             Ok(Action::await_change())
         }
+        JobAction::DeleteJob { event } => {
+            let jobs: Api<DynamicObject> =
+                Api::namespaced_with(shared.client.clone(), &namespace, &context.api_resource);
+            match jobs
+                .delete(&object.name_any(), &DeleteParams::background())
+                .await
+            {
+                Ok(_) => record(shared, &job_ref, Some(event)).await,
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(error) => return Err(error.into()),
+            }
+            Ok(Action::await_change())
+        }
         JobAction::ClearJobStartTime => {
             let jobs: Api<DynamicObject> =
                 Api::namespaced_with(shared.client.clone(), &namespace, &context.api_resource);
@@ -400,6 +413,7 @@ async fn apply_to_workload(
         | JobAction::CreateWorkload(_)
         | JobAction::MissingPriorityClass(_)
         | JobAction::PatchJob { .. }
+        | JobAction::DeleteJob { .. }
         | JobAction::ClearJobStartTime => {}
     }
     Ok(())

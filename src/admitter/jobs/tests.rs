@@ -840,28 +840,31 @@ fn pods_ready_follows_the_job() {
     );
 }
 
+/// The job's Workload, admitted at `admitted_at` and waiting for its pods since.
+fn waiting_for_pods(job: &Value, admitted_at: &str) -> Workload {
+    workload_of(job)
+        .admitted()
+        .condition(condition(
+            "Admitted",
+            "True",
+            "Admitted",
+            "The workload is admitted",
+            admitted_at,
+        ))
+        .condition(condition(
+            "PodsReady",
+            "False",
+            "WaitForStart",
+            "Not all pods are ready or succeeded",
+            admitted_at,
+        ))
+        .build()
+}
+
 #[test]
 fn pods_not_ready_in_time_evict_the_workload_with_backoff() {
     let job = JobBuilder::batch().build();
-    let waiting_since = |admitted_at: &str| {
-        workload_of(&job)
-            .admitted()
-            .condition(condition(
-                "Admitted",
-                "True",
-                "Admitted",
-                "The workload is admitted",
-                admitted_at,
-            ))
-            .condition(condition(
-                "PodsReady",
-                "False",
-                "WaitForStart",
-                "Not all pods are ready or succeeded",
-                admitted_at,
-            ))
-            .build()
-    };
+    let waiting_since = |admitted_at: &str| waiting_for_pods(&job, admitted_at);
     let decide = |workload: Workload| {
         Case {
             settings: settings_waiting_for_pods(),
@@ -959,6 +962,131 @@ fn the_requeue_backoff_ends_with_backoff_finished() {
         "The workload backoff was finished",
         NOW
     )));
+}
+
+#[test]
+fn the_requeuing_limit_deactivates_the_workload_and_its_eviction_requeues_nothing() {
+    let job = JobBuilder::batch().build();
+    let limit = "exceeding the maximum number of re-queuing retries";
+    let mut settings = settings_waiting_for_pods();
+    if let Some(wait) = settings.wait_for_pods_ready.as_mut() {
+        wait.requeuing_strategy.backoff_limit_count = Some(2);
+    }
+    let decide = |workload: Workload, job: Value| {
+        Case {
+            settings: settings.clone(),
+            ..Case::new(&BatchJob, job).workload(workload)
+        }
+        .action()
+    };
+    let mut timed_out = waiting_for_pods(&job, "2025-06-01T11:00:00Z");
+    timed_out.status.get_or_insert_default().requeue_state = Some(RequeueState {
+        count: Some(2),
+        requeue_at: None,
+    });
+    // The third timeout is past the limit of two requeues: marked, not evicted.
+    let marked = status_of(decide(timed_out.clone(), started(&job)));
+    let target = condition(
+        "DeactivationTarget",
+        "True",
+        "RequeuingLimitExceeded",
+        limit,
+        NOW,
+    );
+    assert!(marked.conditions.contains(&target));
+    assert!(!marked.conditions.iter().any(|c| c.type_ == "Evicted"));
+
+    // Marked, the Workload is deactivated; the admitter evicts it from there.
+    let mut targeted = timed_out.clone();
+    targeted.status = Some(marked);
+    let JobAction::UpdateWorkloadSpec { spec, event: None } =
+        decide(targeted.clone(), started(&job))
+    else {
+        panic!("expected the Workload deactivated");
+    };
+    assert_eq!(spec.active, Some(false));
+
+    // Evicted and stopped, its quota is released and it is not requeued.
+    let message = format!("The workload is deactivated due to {limit}");
+    let mut evicted = targeted;
+    evicted.spec.active = Some(false);
+    let conditions = &mut evicted.status.get_or_insert_default().conditions;
+    conditions.retain(|c| c.type_ != "DeactivationTarget");
+    set_condition(
+        conditions,
+        condition(
+            "Evicted",
+            "True",
+            "DeactivatedDueToRequeuingLimitExceeded",
+            &message,
+            NOW,
+        ),
+    );
+    let released = status_of(decide(evicted, job.clone()));
+    assert!(released.conditions.contains(&condition(
+        "Requeued",
+        "False",
+        "DeactivatedDueToRequeuingLimitExceeded",
+        &message,
+        NOW
+    )));
+    assert!(released.conditions.contains(&condition(
+        "QuotaReserved",
+        "False",
+        "Pending",
+        &message,
+        NOW
+    )));
+    assert_eq!(released.admission, None);
+}
+
+#[test]
+fn after_deactivated_by_kueue_the_job_of_a_workload_kuota_deactivated_is_deleted() {
+    let job = JobBuilder::batch().build();
+    let decide = |reason: &str, evicted_at: &str, retention: Option<u64>| {
+        let mut workload = workload_of(&job)
+            .condition(condition(
+                "Evicted",
+                "True",
+                reason,
+                "deactivated",
+                evicted_at,
+            ))
+            .build();
+        workload.spec.active = Some(false);
+        Case {
+            settings: JobSettings {
+                after_deactivated_by_kueue: retention.map(Duration::from_secs),
+                ..settings()
+            },
+            ..Case::new(&BatchJob, job.clone()).workload(workload)
+        }
+        .action()
+    };
+    let by_kuota = "DeactivatedDueToRequeuingLimitExceeded";
+    assert_eq!(
+        decide(by_kuota, "2025-06-01T11:59:30Z", Some(60)),
+        JobAction::RequeueAfter(Duration::from_secs(30))
+    );
+    assert_eq!(
+        decide(by_kuota, "2025-06-01T11:59:00Z", Some(60)),
+        JobAction::DeleteJob {
+            event: Event {
+                type_: EventType::Normal,
+                reason: "Deleted".to_owned(),
+                note: "Deleted job: deactivation retention period expired".to_owned(),
+            }
+        }
+    );
+    // A user's deactivation, or no retention, keeps the job.
+    assert_eq!(
+        decide("Deactivated", "2025-06-01T11:00:00Z", Some(60)),
+        JobAction::Nothing
+    );
+    assert_eq!(
+        decide(by_kuota, "2025-06-01T11:00:00Z", None),
+        JobAction::Nothing
+    );
 }
 
 #[test]

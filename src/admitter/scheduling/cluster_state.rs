@@ -17,7 +17,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{LimitRange, Namespace};
 use kube::ResourceExt;
 
-use crate::api::constants::condition;
+use crate::api::constants::{condition, reason};
 use crate::api::v1beta2 as api;
 use crate::k8s::quantity::{QuantityError, format_quantity};
 use crate::quota::from_api::{self, ConversionOptions, CountAsZero, WorkloadInputs, workload_key};
@@ -137,6 +137,11 @@ pub struct Converted {
     /// Keys of workloads holding quota through a LocalQueue with `stopPolicy: HoldAndDrain`
     /// that are not evicted yet.
     pub local_queue_drains: Vec<String>,
+    /// Keys of inactive workloads not yet evicted for it (or with a requeue state or a
+    /// deactivation target left to clear).
+    pub deactivations: Vec<String>,
+    /// Keys of active workloads still `Requeued=False` from a deactivation.
+    pub reactivations: Vec<String>,
 }
 
 impl Converted {
@@ -297,6 +302,15 @@ pub fn convert_cached(
     let mut previous = std::mem::take(&mut cache.entries);
     let mut next_cache = HashMap::with_capacity(state.workloads.len());
     for object in &state.workloads {
+        if let Some(step) = activation_step(object) {
+            let key = previous
+                .get(&address(object))
+                .map_or_else(|| workload_key(object), |cached| cached.key.clone());
+            match step {
+                ActivationStep::Deactivate => converted.deactivations.push(key),
+                ActivationStep::Reactivate => converted.reactivations.push(key),
+            }
+        }
         // Finished workloads never reach the store; what is left to ignore costs only this check.
         let placement = placement(object);
         if matches!(placement, Placement::Ignored) {
@@ -434,6 +448,35 @@ fn placement(workload: &api::Workload) -> Placement<'_> {
         Some(queue) if workload.spec.is_active() && !queue.is_empty() => Placement::Queued(queue),
         _ => Placement::Ignored,
     }
+}
+
+/// What Kueue's workload controller has left to write about `spec.active`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ActivationStep {
+    Deactivate,
+    Reactivate,
+}
+
+fn activation_step(workload: &api::Workload) -> Option<ActivationStep> {
+    if workload.is_condition_true(condition::FINISHED) {
+        return None;
+    }
+    if !workload.spec.is_active() {
+        let requeue_state = workload
+            .status
+            .as_ref()
+            .is_some_and(|status| status.requeue_state.is_some());
+        let done = workload.is_condition_true(condition::EVICTED)
+            && !requeue_state
+            && workload.condition(condition::DEACTIVATION_TARGET).is_none();
+        return (!done).then_some(ActivationStep::Deactivate);
+    }
+    workload
+        .condition(condition::REQUEUED)
+        .is_some_and(|requeued| {
+            requeued.status == "False" && requeued.reason == reason::DEACTIVATED
+        })
+        .then_some(ActivationStep::Reactivate)
 }
 
 /// What a workload's conversion reads besides the workload.

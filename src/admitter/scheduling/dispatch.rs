@@ -60,7 +60,10 @@ impl UpdateKind {
         match update {
             Update::Admit { .. } => Self::Admit,
             Update::Pending { .. } => Self::Pending,
-            Update::Evict { .. } => Self::Evict,
+            // An eviction when the workload holds quota; otherwise tracked by nothing.
+            Update::Evict { .. } | Update::Deactivate => Self::Evict,
+            // A condition of a pending workload: an admission may overtake it.
+            Update::Reactivate => Self::Pending,
         }
     }
 }

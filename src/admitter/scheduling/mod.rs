@@ -347,6 +347,15 @@ impl Scheduler {
                 },
             );
         }
+        for key in &converted.deactivations {
+            if let Some(holder) = context.holders.get(key.as_str()) {
+                self.planner.overlay.evict(key, &holder.uid);
+            }
+            self.dispatcher.dispatch(key.clone(), Update::Deactivate);
+        }
+        for key in &converted.reactivations {
+            self.dispatcher.dispatch(key.clone(), Update::Reactivate);
+        }
         self.handled_verdicts
             .retain(|key| objects.contains_key(key));
         self.publish_statuses(&state, &converted, &snapshot, &exposed, now);

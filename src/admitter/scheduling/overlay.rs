@@ -158,6 +158,9 @@ impl Overlay {
             converted
                 .local_queue_drains
                 .retain(|key| !self.evictions.contains_key(key));
+            converted
+                .deactivations
+                .retain(|key| !self.evictions.contains_key(key));
         }
     }
 }

@@ -88,6 +88,31 @@ pub enum Update {
         /// Set when the eviction is a preemption.
         preemption: Option<Preemption>,
     },
+    /// A workload whose `spec.active` is false, as Kueue's workload controller handles it:
+    /// evicted (see [`deactivation`]) unless it already is, its `DeactivationTarget` condition
+    /// and `requeueState` cleared.
+    Deactivate,
+    /// A workload active again after a deactivation: `Requeued=True` reason `Reactivated`.
+    Reactivate,
+}
+
+/// The `Evicted` reason, message and eviction cause of deactivating `workload`: `Deactivated`,
+/// "The workload is deactivated", or, when a `DeactivationTarget` condition says why Kueue
+/// deactivates it, `DeactivatedDueTo<its reason>` and the message with " due to <its message>".
+pub fn deactivation(workload: &api::Workload) -> (String, String, String) {
+    let message = "The workload is deactivated";
+    match workload.condition(condition::DEACTIVATION_TARGET) {
+        Some(target) => (
+            format!("{}DueTo{}", reason::DEACTIVATED, target.reason),
+            format!("{message} due to {}", target.message),
+            target.reason.clone(),
+        ),
+        None => (
+            reason::DEACTIVATED.to_owned(),
+            message.to_owned(),
+            String::new(),
+        ),
+    }
 }
 
 /// Why an update was not written.
@@ -111,6 +136,9 @@ pub enum Skip {
     /// The workload is already evicted.
     #[error("the workload is already evicted")]
     AlreadyEvicted,
+    /// The workload was activated again.
+    #[error("the workload is active")]
+    Active,
 }
 
 impl Update {
@@ -208,13 +236,8 @@ impl Update {
                 if workload.is_condition_true(condition::EVICTED) {
                     return Err(Skip::AlreadyEvicted);
                 }
-                set_condition(
-                    &mut status.conditions,
-                    new_condition(condition::EVICTED, true, evicted_reason)
-                        .message(message)
-                        .generation(generation)
-                        .at(now),
-                );
+                mark_evicted(&mut status, evicted_reason, message, generation, now);
+                count_eviction(&mut status, evicted_reason, "");
                 if let Some(preemption) = preemption {
                     set_condition(
                         &mut status.conditions,
@@ -223,11 +246,37 @@ impl Update {
                             .at(now),
                     );
                 }
-                count_eviction(&mut status, evicted_reason);
-                status.cluster_name = None;
-                status.nominated_cluster_names = Vec::new();
-                status.unhealthy_nodes = Vec::new();
-                reset_admission_checks(&mut status.admission_checks, now);
+            }
+            Update::Deactivate => {
+                if workload.spec.is_active() {
+                    return Err(Skip::Active);
+                }
+                if !workload.is_condition_true(condition::EVICTED) {
+                    let (evicted_reason, message, cause) = deactivation(workload);
+                    mark_evicted(&mut status, &evicted_reason, &message, generation, now);
+                    count_eviction(&mut status, reason::DEACTIVATED, &cause);
+                }
+                status
+                    .conditions
+                    .retain(|c| c.type_ != condition::DEACTIVATION_TARGET);
+                status.requeue_state = None;
+            }
+            Update::Reactivate => {
+                if !workload.spec.is_active() {
+                    return Err(Skip::Deactivated);
+                }
+                let deactivated = workload
+                    .condition(condition::REQUEUED)
+                    .is_some_and(|c| c.status == "False" && c.reason == reason::DEACTIVATED);
+                if deactivated {
+                    set_condition(
+                        &mut status.conditions,
+                        new_condition(condition::REQUEUED, true, reason::REACTIVATED)
+                            .message("The workload was reactivated")
+                            .generation(generation)
+                            .at(now),
+                    );
+                }
             }
         }
         Ok((status != current).then_some(status))
@@ -281,18 +330,40 @@ fn reset_active_condition(
     );
 }
 
-/// Adds one to `schedulingStats.evictions` for this reason (no underlying cause).
-fn count_eviction(status: &mut api::WorkloadStatus, evicted_reason: &str) {
+/// Kueue's `prepareForEviction`: `Evicted=True`, no cluster nomination or unhealthy nodes,
+/// admission checks back to Pending.
+fn mark_evicted(
+    status: &mut api::WorkloadStatus,
+    evicted_reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: Timestamp,
+) {
+    set_condition(
+        &mut status.conditions,
+        new_condition(condition::EVICTED, true, evicted_reason)
+            .message(message)
+            .generation(generation)
+            .at(now),
+    );
+    status.cluster_name = None;
+    status.nominated_cluster_names = Vec::new();
+    status.unhealthy_nodes = Vec::new();
+    reset_admission_checks(&mut status.admission_checks, now);
+}
+
+/// Adds one to `schedulingStats.evictions` for this reason and underlying cause.
+fn count_eviction(status: &mut api::WorkloadStatus, evicted_reason: &str, cause: &str) {
     let stats = status.scheduling_stats.get_or_insert_with(Default::default);
     match stats
         .evictions
         .iter_mut()
-        .find(|e| e.reason == evicted_reason && e.underlying_cause.is_empty())
+        .find(|e| e.reason == evicted_reason && e.underlying_cause == cause)
     {
         Some(eviction) => eviction.count = eviction.count.saturating_add(1),
         None => stats.evictions.push(api::WorkloadSchedulingStatsEviction {
             reason: evicted_reason.to_owned(),
-            underlying_cause: String::new(),
+            underlying_cause: cause.to_owned(),
             count: 1,
         }),
     }
@@ -432,7 +503,10 @@ impl Applier {
         };
         let permits = match update {
             Update::Pending { .. } => &self.pending_permits,
-            Update::Admit { .. } | Update::Evict { .. } => &self.permits,
+            Update::Admit { .. }
+            | Update::Evict { .. }
+            | Update::Deactivate
+            | Update::Reactivate => &self.permits,
         };
         let Ok(_permit) = permits.acquire().await else {
             return (
@@ -548,42 +622,78 @@ impl Applier {
                 message,
                 preemption,
             } => {
-                let cluster_queue = before
-                    .reservation()
-                    .map(|admission| admission.cluster_queue.clone())
-                    .unwrap_or_default();
-                if let Some((namespace, local_queue)) = local_queue_of(before) {
-                    self.metrics.local_queues.evicted(
-                        namespace,
-                        local_queue,
-                        evicted_reason,
-                        &priority_class,
-                        self.role,
-                    );
-                }
-                self.metrics
-                    .evicted_workloads
-                    .get_or_create(&EvictionLabels {
-                        cluster_queue: cluster_queue.clone(),
-                        reason: evicted_reason.clone(),
-                        underlying_cause: String::new(),
-                        priority_class,
-                        replica_role: self.role,
-                    })
-                    .inc();
-                self.publish(
-                    written,
-                    EventType::Normal,
-                    &format!("EvictedDueTo{evicted_reason}"),
-                    message.clone(),
-                )
-                .await;
+                let cluster_queue = self
+                    .report_eviction(
+                        (before, written),
+                        (evicted_reason, ""),
+                        &format!("EvictedDueTo{evicted_reason}"),
+                        message,
+                    )
+                    .await;
                 if let Some(preemption) = preemption {
                     self.report_preemption(written, &cluster_queue, preemption, message)
                         .await;
                 }
             }
+            // Kueue reports a deactivation only for a workload that had an admission.
+            Update::Deactivate => {
+                let had_admission = before
+                    .status
+                    .as_ref()
+                    .is_some_and(|status| status.admission.is_some());
+                if had_admission && !before.is_condition_true(condition::EVICTED) {
+                    let (evicted_reason, message, cause) = deactivation(before);
+                    self.report_eviction(
+                        (before, written),
+                        (reason::DEACTIVATED, &cause),
+                        &format!("EvictedDueTo{evicted_reason}"),
+                        &message,
+                    )
+                    .await;
+                }
+            }
+            Update::Reactivate => {}
         }
+    }
+
+    /// Counts an eviction (reason and underlying cause) in the ClusterQueue's and the
+    /// LocalQueue's metrics and emits its event; returns the ClusterQueue.
+    async fn report_eviction(
+        &self,
+        (before, written): (&api::Workload, &api::Workload),
+        (evicted_reason, cause): (&str, &str),
+        event_reason: &str,
+        message: &str,
+    ) -> String {
+        let priority_class = priority_class(written);
+        let cluster_queue = before
+            .status
+            .as_ref()
+            .and_then(|status| status.admission.as_ref())
+            .map(|admission| admission.cluster_queue.clone())
+            .unwrap_or_default();
+        if let Some((namespace, local_queue)) = local_queue_of(before) {
+            self.metrics.local_queues.evicted(
+                namespace,
+                local_queue,
+                (evicted_reason, cause),
+                &priority_class,
+                self.role,
+            );
+        }
+        self.metrics
+            .evicted_workloads
+            .get_or_create(&EvictionLabels {
+                cluster_queue: cluster_queue.clone(),
+                reason: evicted_reason.to_owned(),
+                underlying_cause: cause.to_owned(),
+                priority_class,
+                replica_role: self.role,
+            })
+            .inc();
+        self.publish(written, EventType::Normal, event_reason, message.to_owned())
+            .await;
+        cluster_queue
     }
 
     async fn report_preemption(

@@ -299,11 +299,6 @@ impl Resolver {
     ) -> ObjectRetentionPolicies {
         const PATH: &str = "objectRetentionPolicies.workloads";
         let workloads = policies.workloads.unwrap_or_default();
-        self.ignored(
-            "objectRetentionPolicies.workloads.afterDeactivatedByKueue",
-            workloads.after_deactivated_by_kueue.is_some(),
-            "Kuota does not deactivate Workloads, so none is deleted for it",
-        );
         ObjectRetentionPolicies {
             workloads: WorkloadRetentionPolicy {
                 after_finished: workloads

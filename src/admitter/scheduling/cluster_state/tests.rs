@@ -262,6 +262,91 @@ fn workloads_are_sorted_into_holders_pending_and_unqueued() {
 }
 
 #[test]
+fn inactive_workloads_are_deactivated_until_evicted_and_reactivated_ones_requeued() {
+    let mut state = state();
+    let deactivated = "The workload is deactivated";
+    let admitted = |name: &str| {
+        workload("team-a", name)
+            .queue("lq")
+            .pod_set("main", 1, json!({"cpu": "1"}))
+            .reserved("cq", json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}, "count": 1}]))
+    };
+    state.workloads = [
+        workload("team-a", "stopped-pending").queue("lq").inactive(),
+        admitted("stopped-running").inactive(),
+        admitted("stopped-evicted").inactive().condition(
+            "Evicted",
+            "True",
+            "Deactivated",
+            deactivated,
+            120,
+        ),
+        workload("team-a", "stopped-backing-off")
+            .queue("lq")
+            .inactive()
+            .condition("Evicted", "True", "Deactivated", deactivated, 120)
+            .status("requeueState", json!({"count": 1})),
+        workload("team-a", "stopped-targeted")
+            .queue("lq")
+            .inactive()
+            .condition("Evicted", "True", "PodsReadyTimeout", "timeout", 120)
+            .condition(
+                "DeactivationTarget",
+                "True",
+                "RequeuingLimitExceeded",
+                "limit",
+                130,
+            ),
+        workload("team-a", "resumed")
+            .queue("lq")
+            .condition("Evicted", "True", "Deactivated", deactivated, 120)
+            .condition("Requeued", "False", "Deactivated", deactivated, 120),
+        workload("team-a", "requeued").queue("lq").condition(
+            "Requeued",
+            "False",
+            "PodsReadyTimeout",
+            "timeout",
+            120,
+        ),
+        workload("team-a", "stopped-finished")
+            .queue("lq")
+            .inactive()
+            .condition("Finished", "True", "Succeeded", "done", 120),
+    ]
+    .into_iter()
+    .map(|builder| Arc::new(builder.build()))
+    .collect();
+
+    let converted = convert(&state, &ConversionOptions::default());
+    assert_eq!(
+        converted.deactivations,
+        vec![
+            "team-a/stopped-pending",
+            "team-a/stopped-running",
+            "team-a/stopped-backing-off",
+            "team-a/stopped-targeted",
+        ]
+    );
+    assert_eq!(converted.reactivations, vec!["team-a/resumed"]);
+    // Deactivated workloads hold their quota until their jobs stop; inactive ones never wait.
+    let holders: Vec<&str> = converted
+        .holders
+        .iter()
+        .map(|holder| holder.workload.key.as_str())
+        .collect();
+    assert_eq!(
+        holders,
+        vec!["team-a/stopped-running", "team-a/stopped-evicted"]
+    );
+    let pending: Vec<&str> = converted
+        .pending
+        .iter()
+        .map(|pending| pending.workload.key.as_str())
+        .collect();
+    assert_eq!(pending, vec!["team-a/resumed", "team-a/requeued"]);
+}
+
+#[test]
 fn queue_order_follows_kueue_eviction_timestamps() {
     let evicted = |reason: &str| {
         workload("team-a", "wl")

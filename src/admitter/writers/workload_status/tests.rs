@@ -361,3 +361,109 @@ fn a_stale_admission_holds_no_quota() {
     };
     assert_eq!(evict.status(&stale, ts(300)), Err(Skip::NoReservation));
 }
+
+const REQUEUING_LIMIT: &str = "exceeding the maximum number of re-queuing retries";
+
+#[test]
+fn deactivation_evicts_with_the_target_s_cause_and_clears_the_target_and_requeue_state() {
+    let object = admitted_workload()
+        .inactive()
+        .condition(
+            "DeactivationTarget",
+            "True",
+            "RequeuingLimitExceeded",
+            REQUEUING_LIMIT,
+            200,
+        )
+        .status("requeueState", json!({"count": 3}))
+        .build();
+    let message = format!("The workload is deactivated due to {REQUEUING_LIMIT}");
+    assert_eq!(
+        applied(&Update::Deactivate, &object, 300),
+        json!({
+            "admission": victim_admission(),
+            "conditions": [
+                api_condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq", 100),
+                api_condition("Admitted", "True", "Admitted", "The workload is admitted", 100),
+                {"type": "Evicted", "status": "True", "reason": "DeactivatedDueToRequeuingLimitExceeded", "message": message, "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+            ],
+            "schedulingStats": {"evictions": [{"reason": "Deactivated", "underlyingCause": "RequeuingLimitExceeded", "count": 1}]},
+        })
+    );
+}
+
+#[test]
+fn deactivation_by_a_user_evicts_pending_and_admitted_workloads_once() {
+    let evicted = json!({"type": "Evicted", "status": "True", "reason": "Deactivated", "message": "The workload is deactivated", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)});
+    let stats =
+        json!({"evictions": [{"reason": "Deactivated", "underlyingCause": "", "count": 1}]});
+    let pending = workload("ns", "wl")
+        .queue("lq")
+        .inactive()
+        .condition("QuotaReserved", "False", "Pending", "waiting", 100)
+        .build();
+    assert_eq!(
+        applied(&Update::Deactivate, &pending, 300),
+        json!({
+            "conditions": [api_condition("QuotaReserved", "False", "Pending", "waiting", 100), evicted],
+            "schedulingStats": stats,
+        })
+    );
+    let deactivated = workload("ns", "wl")
+        .queue("lq")
+        .inactive()
+        .condition(
+            "Evicted",
+            "True",
+            "Deactivated",
+            "The workload is deactivated",
+            300,
+        )
+        .build();
+    assert_eq!(Update::Deactivate.status(&deactivated, ts(400)), Ok(None));
+    let active = admitted_workload().build();
+    assert_eq!(
+        Update::Deactivate.status(&active, ts(300)),
+        Err(Skip::Active)
+    );
+}
+
+#[test]
+fn reactivation_requeues_a_workload_requeued_false_by_its_deactivation() {
+    let object = workload("ns", "wl")
+        .queue("lq")
+        .condition(
+            "Evicted",
+            "True",
+            "Deactivated",
+            "The workload is deactivated",
+            200,
+        )
+        .condition(
+            "Requeued",
+            "False",
+            "Deactivated",
+            "The workload is deactivated",
+            210,
+        )
+        .build();
+    assert_eq!(
+        applied(&Update::Reactivate, &object, 300),
+        json!({
+            "conditions": [
+                api_condition("Evicted", "True", "Deactivated", "The workload is deactivated", 200),
+                {"type": "Requeued", "status": "True", "reason": "Reactivated", "message": "The workload was reactivated", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+            ],
+        })
+    );
+    let preempted = workload("ns", "wl")
+        .queue("lq")
+        .condition("Requeued", "False", "PodsReadyTimeout", "Exceeded", 210)
+        .build();
+    assert_eq!(Update::Reactivate.status(&preempted, ts(300)), Ok(None));
+    let still_inactive = workload("ns", "wl").queue("lq").inactive().build();
+    assert_eq!(
+        Update::Reactivate.status(&still_inactive, ts(300)),
+        Err(Skip::Deactivated)
+    );
+}
