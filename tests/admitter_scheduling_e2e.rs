@@ -277,6 +277,10 @@ struct RunningScheduler {
 }
 
 fn start_scheduler(client: &Client) -> RunningScheduler {
+    start_scheduler_with(client, config())
+}
+
+fn start_scheduler_with(client: &Client, config: Arc<Configuration>) -> RunningScheduler {
     let (stores, drivers) = Stores::new(client);
     let metrics = Arc::new(MetricsRegistry::new());
     let (stop, stopped) = oneshot::channel::<()>();
@@ -288,7 +292,7 @@ fn start_scheduler(client: &Client) -> RunningScheduler {
         };
         tokio::select! {
             () = drivers.run() => {}
-            result = run_scheduler(client, config(), stores, scheduler_metrics, shutdown) => {
+            result = run_scheduler(client, config, stores, scheduler_metrics, shutdown) => {
                 result.expect("the stores sync");
             }
         }
@@ -1005,6 +1009,45 @@ async fn the_status_write_ceiling_harness_admits_each_workload_with_kuotas_statu
 /// `objectRetentionPolicies.workloads.afterFinished`: a finished Workload is deleted once the
 /// retention has passed since it finished (Kuota's finalizer taken off first), with Kueue's
 /// event; an unfinished one stays.
+#[tokio::test]
+async fn block_admission_admits_the_next_workload_once_the_admitted_one_is_pods_ready() {
+    let mut env = env().await;
+    let flavor = env.flavor("default").await;
+    let cq = env.cluster_queue("cq", &flavor, "4", json!({})).await;
+    env.local_queue("lq", &cq).await;
+    let mut blocking = Configuration::clone(&config());
+    blocking
+        .wait_for_pods_ready
+        .as_mut()
+        .expect("waitForPodsReady is on by default")
+        .block_admission = true;
+    let scheduler = start_scheduler_with(&env.client, Arc::new(blocking));
+
+    env.workload("first", "lq", "1", 0).await;
+    env.wait_until("admitted", "first", is_admitted).await;
+    env.workload("second", "lq", "1", 0).await;
+    env.wait_until("waiting for pods", "second", |w| {
+        has_condition(w, "QuotaReserved", "False", "WaitingForPodsReady")
+    })
+    .await;
+    let waiting = condition(&env.get("second").await, "QuotaReserved")
+        .map(|c| c.message.clone())
+        .expect("QuotaReserved");
+    assert_eq!(
+        waiting,
+        "waiting for all admitted workloads to be in PodsReady condition"
+    );
+
+    env.set_condition(
+        "first",
+        json!({"type": "PodsReady", "status": "True", "reason": "PodsReady", "message": "All pods reached readiness and the workload is running", "lastTransitionTime": now()}),
+    )
+    .await;
+    env.wait_until("admitted", "second", is_admitted).await;
+    scheduler.stop().await;
+    env.cleanup().await;
+}
+
 #[tokio::test]
 async fn finished_workloads_are_deleted_once_their_retention_has_passed() {
     let env = env().await;

@@ -383,7 +383,6 @@ fn full_v1beta2_file_loads() {
             "metrics.enableClusterQueueResources is ignored: Kuota exports no ClusterQueue resource metrics",
             "health.readinessEndpointName is ignored: Kuota serves readiness at /readyz",
             "health.livenessEndpointName is ignored: Kuota serves liveness at /healthz",
-            "waitForPodsReady.blockAdmission is ignored: Kuota admits without waiting for earlier workloads' pods to be ready",
         ]),
     };
     assert_eq!(configuration, expected);
@@ -460,10 +459,7 @@ fn v1beta1_switches_and_their_defaults() {
     );
     assert_eq!(
         configuration.warnings,
-        [
-            "queueVisibility is ignored (Kueue ignores it too)",
-            "waitForPodsReady.blockAdmission is ignored: Kuota admits without waiting for earlier workloads' pods to be ready",
-        ]
+        ["queueVisibility is ignored (Kueue ignores it too)"]
     );
 }
 

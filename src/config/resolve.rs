@@ -716,7 +716,6 @@ mod tests {
 metrics: {bindAddress: ':8443', enableClusterQueueResources: true, localQueueMetrics: {enable: true}}
 health: {healthProbeBindAddress: '0', readinessEndpointName: /ready, livenessEndpointName: /live}
 clientConnection: {qps: 300}
-waitForPodsReady: {blockAdmission: true}
 admissionFairSharing: {usageHalfLifeTime: 1h}
 ";
         assert_eq!(
@@ -728,7 +727,6 @@ admissionFairSharing: {usageHalfLifeTime: 1h}
                 "health.healthProbeBindAddress \"0\" is ignored: Kuota always serves its probes (then on 0.0.0.0:8081)",
                 "health.readinessEndpointName is ignored: Kuota serves readiness at /readyz",
                 "health.livenessEndpointName is ignored: Kuota serves liveness at /healthz",
-                "waitForPodsReady.blockAdmission is ignored: Kuota admits without waiting for earlier workloads' pods to be ready",
             ]
         );
     }
@@ -738,21 +736,21 @@ admissionFairSharing: {usageHalfLifeTime: 1h}
         let body = "\
 metrics: {bindAddress: ':9443', enableClusterQueueResources: false, localQueueMetrics: {enable: true, localQueueSelector: {matchLabels: {team: a}}}}
 health: {healthProbeBindAddress: ':9090', readinessEndpointName: /readyz, livenessEndpointName: /healthz}
-waitForPodsReady: {blockAdmission: false}
+waitForPodsReady: {blockAdmission: true}
 objectRetentionPolicies: {workloads: {afterFinished: 1h, afterDeactivatedByKueue: 0s}}
 ";
         assert_eq!(warnings(body), Vec::<String>::new());
     }
 
     #[test]
-    fn v1beta1_waiting_for_pods_blocks_admission_by_default_which_kuota_does_not() {
+    fn v1beta1_waiting_for_pods_blocks_admission_by_default() {
         let yaml = "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nwaitForPodsReady: {enable: true}\n";
         let configuration = Configuration::from_yaml(yaml, &LoadOptions::default()).unwrap();
-        assert_eq!(
-            configuration.warnings,
-            [
-                "waitForPodsReady.blockAdmission is ignored: Kuota admits without waiting for earlier workloads' pods to be ready"
-            ]
+        assert!(configuration.warnings.is_empty());
+        assert!(
+            configuration
+                .wait_for_pods_ready
+                .is_some_and(|wait| wait.block_admission)
         );
     }
 

@@ -169,6 +169,10 @@ pub fn scheduler_config(config: &Configuration) -> SchedulerConfig {
         prioritize_preemptors: config
             .feature_gates
             .enabled(Feature::PrioritizePreemptorWorkloads),
+        block_admission: config
+            .wait_for_pods_ready
+            .as_ref()
+            .is_some_and(|wait| wait.block_admission),
         format_quantity: format_for_messages,
     }
 }
@@ -222,6 +226,7 @@ pub fn workload_without_pod_sets(
         .true_condition(condition::QUOTA_RESERVED)
         .map(|condition| condition.last_transition_time.0);
     workload.evicted = object.is_condition_true(condition::EVICTED);
+    workload.pods_ready = object.is_condition_true(condition::PODS_READY);
     workload.requeue_at = object
         .status
         .as_ref()

@@ -20,6 +20,9 @@ use super::snapshot::{Inactive, Snapshot};
 const OVERLAPPING_TARGETS: &str =
     "Workload has overlapping preemption targets with another workload";
 const NO_LONGER_FITS: &str = "Workload no longer fits after processing another workload";
+/// Kueue's message for a head that fits while `blockAdmission` waits.
+const WAITING_FOR_PODS_READY: &str =
+    "waiting for all admitted workloads to be in PodsReady condition";
 
 /// A head with its flavor assignment and preemption targets.
 struct Entry {
@@ -69,6 +72,13 @@ pub fn cycle(snapshot: &Snapshot, queues: &mut Queues) -> Vec<Decision> {
     // ClusterQueues done for this cycle: a head that needs preemption lost its targets or its
     // room to an earlier one, and waits for the next cycle as Kueue's skipped entries do.
     let mut skipped = BTreeSet::new();
+    // `blockAdmission`: a workload holding quota without `PodsReady`, or one admitted in this
+    // cycle, holds back every further admission (preemptions still go ahead, as in Kueue).
+    let mut waiting_for_pods = work.config.block_admission
+        && work
+            .workloads
+            .values()
+            .any(|admitted| !admitted.workload.pods_ready);
     loop {
         let heads = pop_heads(&work, queues, &skipped, &mut decisions);
         if heads.is_empty() {
@@ -109,6 +119,7 @@ pub fn cycle(snapshot: &Snapshot, queues: &mut Queues) -> Vec<Decision> {
             reservations: Vec::new(),
             preempting: &mut preempting,
             skipped: &mut skipped,
+            waiting_for_pods: &mut waiting_for_pods,
         };
         if !round.process(entries) && !settled_any {
             break;
@@ -377,6 +388,8 @@ struct Round<'a> {
     preempting: &'a mut BTreeSet<usize>,
     /// ClusterQueues whose heads wait for the next cycle.
     skipped: &'a mut BTreeSet<usize>,
+    /// `blockAdmission` holds back admissions for the rest of the cycle.
+    waiting_for_pods: &'a mut bool,
 }
 
 impl Round<'_> {
@@ -463,18 +476,28 @@ impl Round<'_> {
             .iter()
             .any(|target| self.work.claimed.contains(&target.workload.workload.key))
         {
-            self.skip(workload, cq, OVERLAPPING_TARGETS);
+            self.skip(
+                workload,
+                cq,
+                PendingReason::WaitingForQuota,
+                OVERLAPPING_TARGETS,
+            );
             return Outcome::Retry;
         }
         if !self.fits_after_preemption(cq, &assignment, &targets) {
             if mode == Mode::Preempt {
-                self.skip(workload, cq, NO_LONGER_FITS);
+                self.skip(workload, cq, PendingReason::WaitingForQuota, NO_LONGER_FITS);
             } else {
                 self.queues.restore(workload);
             }
             return Outcome::Retry;
         }
 
+        if mode == Mode::Fit && *self.waiting_for_pods {
+            let reason = PendingReason::WaitingForPodsReady;
+            self.skip(workload, cq, reason, WAITING_FOR_PODS_READY);
+            return Outcome::Retry;
+        }
         self.work.add_cq_usage(cq, &assignment.usage);
         if mode == Mode::Preempt {
             let victims: Vec<Victim> = targets
@@ -512,6 +535,7 @@ impl Round<'_> {
         }
 
         self.queues.forget(&workload.key);
+        *self.waiting_for_pods |= self.work.config.block_admission;
         self.decisions.push(Decision::Admit {
             workload: workload.key,
             admission: assignment.to_admission(&spec.name),
@@ -571,10 +595,10 @@ impl Round<'_> {
     }
 
     /// Puts a head back for the next cycle and reports why, as Kueue's skipped entries.
-    fn skip(&mut self, workload: Workload, cq: usize, message: &str) {
+    fn skip(&mut self, workload: Workload, cq: usize, reason: PendingReason, message: &str) {
         self.decisions.push(Decision::Inadmissible {
             workload: workload.key.clone(),
-            reason: PendingReason::WaitingForQuota,
+            reason,
             message: message.to_owned(),
         });
         self.skipped.insert(cq);

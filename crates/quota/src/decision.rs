@@ -17,6 +17,8 @@ pub enum PendingReason {
     Misconfigured,
     /// The ClusterQueue is stopped or inactive.
     Suspended,
+    /// It would fit, but `blockAdmission` waits for admitted workloads to be `PodsReady`.
+    WaitingForPodsReady,
     /// Kueue's generic fallback reason.
     Pending,
 }
@@ -31,6 +33,7 @@ impl PendingReason {
             Self::WaitingForPreemptedWorkloads => "WaitingForPreemptedWorkloads",
             Self::Misconfigured => "Misconfigured",
             Self::Suspended => "Suspended",
+            Self::WaitingForPodsReady => "WaitingForPodsReady",
             Self::Pending => "Pending",
         }
     }

@@ -553,6 +553,9 @@ pub struct Workload {
     pub evicted: bool,
     /// `status.requeueState.requeueAt`: not retried before this time.
     pub requeue_at: Option<Timestamp>,
+    /// Its `PodsReady` condition is true; read for workloads holding quota, which
+    /// `waitForPodsReady.blockAdmission` waits for.
+    pub pods_ready: bool,
 }
 
 impl Workload {
@@ -571,6 +574,7 @@ impl Workload {
             quota_reserved_at: None,
             evicted: false,
             requeue_at: None,
+            pods_ready: false,
         }
     }
 }

@@ -61,6 +61,9 @@ pub struct SchedulerConfig {
     /// The `PrioritizePreemptorWorkloads` feature gate (off by default in Kueue): heads that
     /// wait for their victims go first in a cycle, so that no other head claims those victims.
     pub prioritize_preemptors: bool,
+    /// `waitForPodsReady.blockAdmission`: nothing is admitted while a workload holding quota
+    /// is not `PodsReady`, so one workload at a time starts its pods.
+    pub block_admission: bool,
     /// Renders quantities in messages.
     pub format_quantity: QuantityFormatter,
 }
@@ -71,6 +74,7 @@ impl Default for SchedulerConfig {
             fair_sharing: None,
             partial_admission: true,
             prioritize_preemptors: false,
+            block_admission: false,
             format_quantity: format_plain,
         }
     }

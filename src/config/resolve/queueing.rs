@@ -83,11 +83,6 @@ impl Resolver {
                 .unwrap_or(DEFAULT_BACKOFF_MAX_SECONDS),
         );
         let block_admission = wait.block_admission.unwrap_or(false);
-        self.ignored(
-            "waitForPodsReady.blockAdmission",
-            block_admission,
-            "Kuota admits without waiting for earlier workloads' pods to be ready",
-        );
         Some(WaitForPodsReady {
             timeout,
             block_admission,

@@ -711,3 +711,25 @@ fn prioritize_preemptor_workloads_lets_a_waiting_preemptor_keep_its_victims() {
         );
     }
 }
+
+#[test]
+fn block_admission_does_not_hold_back_preemption() {
+    let snapshot = builder()
+        .config(SchedulerConfig {
+            block_admission: true,
+            ..SchedulerConfig::default()
+        })
+        .cluster_queue(cq_cpu("cq", 10).within(PreemptionPolicy::LowerPriority))
+        .admitted(wl("low", "cq", 0, 10).admitted_in("cq", "default", 1))
+        .build();
+    let mut queues = Queues::new();
+    queues.push(wl("high", "cq", 5, 5).priority(10));
+    assert_eq!(
+        cycle(&snapshot, &mut queues),
+        vec![preempt(
+            "high",
+            vec![in_queue("low", "high")],
+            &pending_preemption(&unused("cpu", "default", 5), 1),
+        )]
+    );
+}

@@ -8,7 +8,7 @@ use pretty_assertions::assert_eq;
 use super::super::model::*;
 use super::super::{
     Decision, EvictionReason, PendingCounts, PendingReason, Queues, RequeueScope, SchedulerConfig,
-    Snapshot, cycle,
+    Snapshot, SnapshotBuilder, cycle,
 };
 use super::builders::*;
 use super::{Scenario, builder, run, snapshot};
@@ -538,5 +538,116 @@ fn strict_fifo_head_holds_the_capacity_it_waits_for() {
             admit_cpu("small", "cq-b", "default", 2),
             admit_cpu("small2", "cq-b", "default", 1)
         ]
+    );
+}
+
+/// The standard snapshot with `waitForPodsReady.blockAdmission` on.
+fn blocking_admission(cluster_queues: Vec<ClusterQueue>, admitted: Vec<Workload>) -> Snapshot {
+    let builder = builder().config(SchedulerConfig {
+        block_admission: true,
+        ..SchedulerConfig::default()
+    });
+    let builder = cluster_queues
+        .into_iter()
+        .fold(builder, SnapshotBuilder::cluster_queue);
+    admitted
+        .into_iter()
+        .fold(builder, SnapshotBuilder::admitted)
+        .build()
+}
+
+fn waiting_for_pods(name: &str) -> Decision {
+    inadmissible(
+        name,
+        PendingReason::WaitingForPodsReady,
+        "waiting for all admitted workloads to be in PodsReady condition",
+    )
+}
+
+fn with_pods_ready(mut workload: Workload) -> Workload {
+    workload.pods_ready = true;
+    workload
+}
+
+#[test]
+fn block_admission_admits_one_workload_at_a_time_until_its_pods_are_ready() {
+    let queues = || vec![cq_cpu("cq", 10), cq_cpu("other", 10)];
+    let pending = || {
+        vec![
+            wl("w1", "cq", 1, 2),
+            wl("w2", "cq", 2, 2),
+            wl("w3", "other", 3, 2),
+        ]
+    };
+    run(vec![
+        Scenario {
+            name: "the first admission holds back every other queue's and its own next head",
+            snapshot: blocking_admission(queues(), vec![]),
+            pending: pending(),
+            want: vec![
+                admit_cpu("w1", "cq", "default", 2),
+                waiting_for_pods("w3"),
+                waiting_for_pods("w2"),
+            ],
+        },
+        Scenario {
+            name: "a workload holding quota without PodsReady holds back all admissions",
+            snapshot: blocking_admission(
+                queues(),
+                vec![wl("starting", "other", 0, 1).admitted_in("other", "default", 0)],
+            ),
+            pending: pending(),
+            want: vec![waiting_for_pods("w1"), waiting_for_pods("w3")],
+        },
+        Scenario {
+            name: "once every admitted workload is PodsReady the next one is admitted",
+            snapshot: blocking_admission(
+                queues(),
+                vec![with_pods_ready(
+                    wl("running", "other", 0, 1).admitted_in("other", "default", 0),
+                )],
+            ),
+            pending: pending(),
+            want: vec![
+                admit_cpu("w1", "cq", "default", 2),
+                waiting_for_pods("w3"),
+                waiting_for_pods("w2"),
+            ],
+        },
+        Scenario {
+            name: "without blockAdmission nothing waits for pods",
+            snapshot: snapshot(
+                queues(),
+                vec![wl("starting", "other", 0, 1).admitted_in("other", "default", 0)],
+            ),
+            pending: pending(),
+            want: vec![
+                admit_cpu("w1", "cq", "default", 2),
+                admit_cpu("w3", "other", "default", 2),
+                admit_cpu("w2", "cq", "default", 2),
+            ],
+        },
+    ]);
+}
+
+#[test]
+fn a_head_held_back_for_pods_stays_first_in_its_queue() {
+    let snapshot = blocking_admission(
+        vec![cq_cpu("cq", 10)],
+        vec![wl("starting", "cq", 0, 1).admitted_in("cq", "default", 0)],
+    );
+    let mut queues = Queues::new();
+    queues.push(wl("w1", "cq", 1, 2));
+    assert_eq!(cycle(&snapshot, &mut queues), vec![waiting_for_pods("w1")]);
+    assert!(queues.contains("ns/w1") && !queues.is_inadmissible("ns/w1"));
+    let ready = blocking_admission(
+        vec![cq_cpu("cq", 10)],
+        vec![with_pods_ready(
+            wl("starting", "cq", 0, 1).admitted_in("cq", "default", 0),
+        )],
+    );
+    assert_eq!(
+        cycle(&ready, &mut queues),
+        vec![admit_cpu("w1", "cq", "default", 2)]
     );
 }
