@@ -579,16 +579,19 @@ fn block_admission_admits_one_workload_at_a_time_until_its_pods_are_ready() {
             wl("w3", "other", 3, 2),
         ]
     };
+    let one_admitted = || {
+        vec![
+            admit_cpu("w1", "cq", "default", 2),
+            waiting_for_pods("w3"),
+            waiting_for_pods("w2"),
+        ]
+    };
     run(vec![
         Scenario {
             name: "the first admission holds back every other queue's and its own next head",
             snapshot: blocking_admission(queues(), vec![]),
             pending: pending(),
-            want: vec![
-                admit_cpu("w1", "cq", "default", 2),
-                waiting_for_pods("w3"),
-                waiting_for_pods("w2"),
-            ],
+            want: one_admitted(),
         },
         Scenario {
             name: "a workload holding quota without PodsReady holds back all admissions",
@@ -608,11 +611,7 @@ fn block_admission_admits_one_workload_at_a_time_until_its_pods_are_ready() {
                 )],
             ),
             pending: pending(),
-            want: vec![
-                admit_cpu("w1", "cq", "default", 2),
-                waiting_for_pods("w3"),
-                waiting_for_pods("w2"),
-            ],
+            want: one_admitted(),
         },
         Scenario {
             name: "without blockAdmission nothing waits for pods",
