@@ -491,12 +491,17 @@ impl AdmitterMetrics {
         metrics
     }
 
-    /// Records a quota reservation that was also an admission, after `wait_seconds` in the queue.
-    pub fn admitted(&self, labels: &PriorityLabels, wait_seconds: f64) {
+    /// Records a quota reservation, after `wait_seconds` in the queue.
+    pub fn reserved_quota(&self, labels: &PriorityLabels, wait_seconds: f64) {
         self.quota_reserved_workloads.get_or_create(labels).inc();
         self.quota_reserved_wait_time
             .get_or_create(labels)
             .observe(wait_seconds);
+    }
+
+    /// Records an admission (with the reservation, or once its AdmissionChecks are ready),
+    /// `wait_seconds` after the workload was queued.
+    pub fn admitted(&self, labels: &PriorityLabels, wait_seconds: f64) {
         self.admitted_workloads.get_or_create(labels).inc();
         self.admission_wait_time
             .get_or_create(labels)
@@ -888,8 +893,45 @@ impl LocalQueueMetrics {
         *reported = now;
     }
 
-    /// Records a quota reservation that was also an admission, after `wait_seconds` in the
-    /// queue, for an exposed LocalQueue.
+    /// The labels of an exposed LocalQueue's counters, `None` for one not exposed.
+    fn exposed_labels(
+        &self,
+        namespace: &str,
+        name: &str,
+        priority_class: &str,
+        replica_role: ReplicaRole,
+    ) -> Option<LocalQueuePriorityLabels> {
+        self.is_exposed(namespace, name)
+            .then(|| LocalQueuePriorityLabels {
+                name: name.to_owned(),
+                namespace: namespace.to_owned(),
+                priority_class: priority_class.to_owned(),
+                replica_role,
+            })
+    }
+
+    /// Records a quota reservation, after `wait_seconds` in the queue, for an exposed
+    /// LocalQueue.
+    pub fn reserved_quota(
+        &self,
+        namespace: &str,
+        name: &str,
+        priority_class: &str,
+        replica_role: ReplicaRole,
+        wait_seconds: f64,
+    ) {
+        let Some(labels) = self.exposed_labels(namespace, name, priority_class, replica_role)
+        else {
+            return;
+        };
+        self.quota_reserved_workloads.get_or_create(&labels).inc();
+        self.quota_reserved_wait_time
+            .get_or_create(&labels)
+            .observe(wait_seconds);
+    }
+
+    /// Records an admission, `wait_seconds` after the workload was queued, for an exposed
+    /// LocalQueue.
     pub fn admitted(
         &self,
         namespace: &str,
@@ -898,19 +940,10 @@ impl LocalQueueMetrics {
         replica_role: ReplicaRole,
         wait_seconds: f64,
     ) {
-        if !self.is_exposed(namespace, name) {
+        let Some(labels) = self.exposed_labels(namespace, name, priority_class, replica_role)
+        else {
             return;
-        }
-        let labels = LocalQueuePriorityLabels {
-            name: name.to_owned(),
-            namespace: namespace.to_owned(),
-            priority_class: priority_class.to_owned(),
-            replica_role,
         };
-        self.quota_reserved_workloads.get_or_create(&labels).inc();
-        self.quota_reserved_wait_time
-            .get_or_create(&labels)
-            .observe(wait_seconds);
         self.admitted_workloads.get_or_create(&labels).inc();
         self.admission_wait_time
             .get_or_create(&labels)
@@ -1022,14 +1055,13 @@ mod tests {
     fn admitter_metrics_use_kueue_names_and_labels() {
         let metrics = MetricsRegistry::new();
         let admitter = &metrics.admitter;
-        admitter.admitted(
-            &PriorityLabels {
-                cluster_queue: "cq".to_owned(),
-                priority_class: "high".to_owned(),
-                replica_role: ReplicaRole::Leader,
-            },
-            3.0,
-        );
+        let labels = PriorityLabels {
+            cluster_queue: "cq".to_owned(),
+            priority_class: "high".to_owned(),
+            replica_role: ReplicaRole::Leader,
+        };
+        admitter.reserved_quota(&labels, 3.0);
+        admitter.admitted(&labels, 3.0);
         admitter.set_cluster_queue_status("cq", "active", ReplicaRole::Leader);
         admitter
             .pending_workloads
@@ -1101,8 +1133,10 @@ mod tests {
         local_queues.expose_only(BTreeSet::from([("ns".to_owned(), "lq".to_owned())]), role);
         local_queues.report("ns", "lq", role, &lq_gauges());
         local_queues.report("ns", "hidden", role, &lq_gauges());
-        local_queues.admitted("ns", "lq", "high", role, 3.0);
-        local_queues.admitted("ns", "hidden", "high", role, 3.0);
+        for queue in ["lq", "hidden"] {
+            local_queues.reserved_quota("ns", queue, "high", role, 3.0);
+            local_queues.admitted("ns", queue, "high", role, 3.0);
+        }
         local_queues.evicted("ns", "lq", ("Preempted", ""), "high", role);
         let text = metrics.encode().unwrap();
         for line in [
@@ -1137,6 +1171,7 @@ mod tests {
 
         // A queue no longer exposed loses its gauges; its counters stay.
         local_queues.expose_only(BTreeSet::new(), role);
+        local_queues.reserved_quota("ns", "lq", "high", role, 3.0);
         local_queues.admitted("ns", "lq", "high", role, 3.0);
         let text = metrics.encode().unwrap();
         for family in [

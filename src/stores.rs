@@ -21,7 +21,8 @@ use tokio::sync::{broadcast, watch};
 
 use crate::api::constants::condition;
 use crate::api::v1beta2::{
-    ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass,
+    AdmissionCheck, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload,
+    WorkloadPriorityClass,
 };
 
 /// Which store changed; the admitter wakes its scheduling loop on these.
@@ -31,6 +32,7 @@ pub enum Changed {
     LocalQueue,
     Cohort,
     ResourceFlavor,
+    AdmissionCheck,
     WorkloadPriorityClass,
     PriorityClass,
     Workload,
@@ -45,6 +47,7 @@ pub struct Stores {
     pub local_queues: Store<LocalQueue>,
     pub cohorts: Store<Cohort>,
     pub resource_flavors: Store<ResourceFlavor>,
+    pub admission_checks: Store<AdmissionCheck>,
     pub workload_priority_classes: Store<WorkloadPriorityClass>,
     pub priority_classes: Store<PriorityClass>,
     pub workloads: Store<Workload>,
@@ -75,6 +78,7 @@ impl Stores {
             local_queues: watch(client, &changes, Changed::LocalQueue, &mut drivers, all),
             cohorts: watch(client, &changes, Changed::Cohort, &mut drivers, all),
             resource_flavors: watch(client, &changes, Changed::ResourceFlavor, &mut drivers, all),
+            admission_checks: watch(client, &changes, Changed::AdmissionCheck, &mut drivers, all),
             workload_priority_classes: watch(
                 client,
                 &changes,
@@ -124,6 +128,7 @@ async fn mark_synced(stores: Stores, synced: watch::Sender<bool>) {
         stores.local_queues.wait_until_ready(),
         stores.cohorts.wait_until_ready(),
         stores.resource_flavors.wait_until_ready(),
+        stores.admission_checks.wait_until_ready(),
         stores.workload_priority_classes.wait_until_ready(),
         stores.priority_classes.wait_until_ready(),
         stores.workloads.wait_until_ready(),
@@ -140,6 +145,7 @@ async fn mark_synced(stores: Stores, synced: watch::Sender<bool>) {
         results.6.is_ok(),
         results.7.is_ok(),
         results.8.is_ok(),
+        results.9.is_ok(),
     ];
     if all.iter().all(|ok| *ok) {
         let _ = synced.send(true);
@@ -258,6 +264,7 @@ mod tests {
             local_queues: fed(&mut init_done),
             cohorts: fed(&mut init_done),
             resource_flavors: fed(&mut init_done),
+            admission_checks: fed(&mut init_done),
             workload_priority_classes: fed(&mut init_done),
             priority_classes: fed(&mut init_done),
             workloads: fed(&mut init_done),

@@ -390,6 +390,7 @@ fn sampled_registry() -> MetricsRegistry {
         priority_class: String::new(),
         replica_role: role,
     };
+    admitter.reserved_quota(&priority, 1.0);
     admitter.admitted(&priority, 1.0);
     let status = ClusterQueueStatusLabels {
         cluster_queue: cluster_queue(),
@@ -458,6 +459,7 @@ fn sampled_registry() -> MetricsRegistry {
             ..LocalQueueGauges::default()
         },
     );
+    local_queues.reserved_quota("ns", "lq", "", role, 1.0);
     local_queues.admitted("ns", "lq", "", role, 1.0);
     local_queues.evicted("ns", "lq", ("Preempted", ""), "", role);
     registry

@@ -9,6 +9,7 @@ mod common {
     pub mod admitted;
     pub mod json;
     pub mod kueue;
+    pub mod timestamp;
     pub mod workload;
 }
 
@@ -23,11 +24,11 @@ use std::{
 use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
 use kube::{
     Api, Client, ResourceExt,
-    api::{ListParams, PostParams},
+    api::{ListParams, Patch, PatchParams, PostParams},
 };
 use kuota::api::constants::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
 use kuota::api::v1beta2::{
-    ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass,
+    AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass,
 };
 use kuota_cluster::{
     KEEP_RUNNING_LABEL, KuotaProcess, TestCluster, TestNamespace, delete_ignoring_missing,
@@ -176,6 +177,7 @@ enum ClusterScoped {
     Flavor(String),
     ClusterQueue(String),
     PriorityClass(String),
+    AdmissionCheck(String),
 }
 
 async fn env() -> Env {
@@ -236,6 +238,71 @@ impl Env {
         self.cluster_scoped
             .push(ClusterScoped::PriorityClass(name.clone()));
         name
+    }
+
+    /// An AdmissionCheck run by a controller this test plays; inactive until
+    /// [`Env::set_check_active`].
+    async fn admission_check(&mut self, base: &str) -> String {
+        let name = self.name(base);
+        let api: Api<AdmissionCheck> = Api::all(self.client.clone());
+        api.create(
+            &PostParams::default(),
+            &from_json(json!({"metadata": {"name": name}, "spec": {"controllerName": "kuota.test/played"}})),
+        )
+        .await
+        .expect("create admission check");
+        self.cluster_scoped
+            .push(ClusterScoped::AdmissionCheck(name.clone()));
+        name
+    }
+
+    /// What the check's controller reports: its `Active` condition.
+    async fn set_check_active(&self, name: &str) {
+        let api: Api<AdmissionCheck> = Api::all(self.client.clone());
+        let status = json!({"status": {"conditions": [{
+            "type": "Active", "status": "True", "reason": "Active",
+            "message": "The admission check is active", "lastTransitionTime": common::timestamp::now(),
+        }]}});
+        api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+            .await
+            .expect("activate admission check");
+    }
+
+    /// What the check's controller decides for a Workload: one check's state and message
+    /// (written against the latest version, again when Kuota wrote in between).
+    async fn set_check_state(&self, workload: &str, check: &str, state: &str, message: &str) {
+        for _ in 0..20 {
+            let current = self.workloads().get(workload).await.expect("get workload");
+            let mut checks: Vec<Value> = current
+                .status
+                .iter()
+                .flat_map(|status| &status.admission_checks)
+                .map(|state| serde_json::to_value(state).expect("check state"))
+                .collect();
+            for entry in &mut checks {
+                if entry["name"] == check {
+                    entry["state"] = json!(state);
+                    entry["message"] = json!(message);
+                    entry["lastTransitionTime"] = json!(common::timestamp::now());
+                }
+            }
+            let body = json!({
+                "metadata": {"resourceVersion": current.resource_version()},
+                "status": {"admissionChecks": checks},
+            });
+            match self
+                .workloads()
+                .patch_status(workload, &PatchParams::default(), &Patch::Merge(&body))
+                .await
+            {
+                Ok(_) => return,
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(error) => panic!("cannot set check {check} of {workload}: {error}"),
+            }
+        }
+        panic!("the status of {workload} kept conflicting");
     }
 
     /// Runs kubectl in the test namespace, feeding `stdin`; returns stdout, fails on an error.
@@ -444,11 +511,13 @@ impl Env {
         let flavors: Api<ResourceFlavor> = Api::all(self.client.clone());
         let queues: Api<ClusterQueue> = Api::all(self.client.clone());
         let classes: Api<WorkloadPriorityClass> = Api::all(self.client.clone());
+        let checks: Api<AdmissionCheck> = Api::all(self.client.clone());
         for object in &self.cluster_scoped {
             let deleted = match object {
                 ClusterScoped::Flavor(name) => delete_ignoring_missing(&flavors, name).await,
                 ClusterScoped::ClusterQueue(name) => delete_ignoring_missing(&queues, name).await,
                 ClusterScoped::PriorityClass(name) => delete_ignoring_missing(&classes, name).await,
+                ClusterScoped::AdmissionCheck(name) => delete_ignoring_missing(&checks, name).await,
             };
             deleted.expect("delete a cluster-scoped object");
         }
@@ -1086,6 +1155,137 @@ async fn a_deactivated_job_stops_and_frees_its_quota_and_runs_again_once_reactiv
         env.wait_for_job(job, "complete", job_is_complete).await;
         env.wait_for_workload(job, "finished", is_finished).await;
     }
+    env.cleanup().await;
+}
+
+fn check_state(workload: &Workload, check: &str) -> Option<(String, String)> {
+    workload
+        .status
+        .as_ref()?
+        .admission_checks
+        .iter()
+        .find(|state| state.name == check)
+        .map(|state| (format!("{:?}", state.state), state.message.clone()))
+}
+
+#[tokio::test]
+async fn admission_checks_gate_admission_retry_evicts_and_rejection_deactivates() {
+    let mut env = env().await;
+    let flavor = env.flavor("on-demand").await;
+    let check = env.admission_check("prov").await;
+    let cq = env
+        .cluster_queue(
+            "cq",
+            &[(flavor.as_str(), "2")],
+            json!({"admissionChecksStrategy": {"admissionChecks": [{"name": check}]}}),
+        )
+        .await;
+    env.local_queue("lq", &cq).await;
+    let cluster_queues: Api<ClusterQueue> = Api::all(env.client.clone());
+    let inactive =
+        format!("Can't admit new workloads: references inactive AdmissionCheck(s): {check}.");
+    env.wait_for_status(&cluster_queues, &cq, "inactive", |status| {
+        status["conditions"][0]["reason"] == "AdmissionCheckInactive"
+            && status["conditions"][0]["message"] == inactive.as_str()
+    })
+    .await;
+    env.set_check_active(&check).await;
+    env.wait_for_status(&cluster_queues, &cq, "active", |status| {
+        status["conditions"][0]["status"] == "True"
+    })
+    .await;
+
+    // Quota is reserved, the check is pending and the job waits, suspended.
+    env.submit(&TestJob::new("checked", "lq", "1").keep_running());
+    let reserved = env
+        .wait_for_workload("checked", "quota reserved", |w| {
+            condition(w, "QuotaReserved").is_some_and(|c| c.status == "True")
+        })
+        .await;
+    assert_eq!(
+        condition_triple(&reserved, "Admitted"),
+        Some((
+            "False".into(),
+            "UnsatisfiedAdmissionChecks".into(),
+            "The workload has not all checks ready".into()
+        ))
+    );
+    assert_eq!(
+        check_state(&reserved, &check),
+        Some(("Pending".into(), String::new()))
+    );
+    assert!(is_suspended(&env.job("checked").await));
+
+    // Ready: admitted, and the job runs.
+    let name = reserved.name_any();
+    env.set_check_state(&name, &check, "Ready", "capacity is there")
+        .await;
+    env.wait_for_workload("checked", "admitted", is_admitted)
+        .await;
+    env.wait_until_running("checked").await;
+
+    // Retry: evicted, the job stopped, the check back to Pending, and quota reserved again.
+    env.set_check_state(&name, &check, "Retry", "capacity was lost")
+        .await;
+    let retry =
+        format!("Evicted due to AdmissionCheck in Retry state: \"{check}\" (capacity was lost)");
+    let evicted = env
+        .wait_for_workload("checked", "evicted", |w| {
+            condition(w, "Evicted").is_some_and(|c| c.status == "True")
+        })
+        .await;
+    assert_eq!(
+        condition_triple(&evicted, "Evicted"),
+        Some(("True".into(), "AdmissionCheck".into(), retry.clone()))
+    );
+    env.wait_until_pods_gone("checked").await;
+    let again = env
+        .wait_for_workload("checked", "quota reserved again", |w| {
+            condition(w, "QuotaReserved").is_some_and(|c| c.status == "True")
+                && condition(w, "Evicted").is_some_and(|c| c.status == "False")
+        })
+        .await;
+    assert_eq!(
+        check_state(&again, &check),
+        Some((
+            "Pending".into(),
+            "Reset to Pending after eviction. Previously: Retry".into()
+        ))
+    );
+    assert!(is_suspended(&env.job("checked").await));
+
+    // Rejected: marked, deactivated and evicted; the job never runs again.
+    env.set_check_state(&name, &check, "Rejected", "never")
+        .await;
+    let rejected = format!("AdmissionCheck in Rejected state: \"{check}\" (never)");
+    let deactivated = env
+        .wait_for_workload("checked", "deactivated and released", |w| {
+            w.spec.active == Some(false)
+                && condition(w, "QuotaReserved").is_some_and(|c| c.status == "False")
+        })
+        .await;
+    assert_eq!(
+        condition_triple(&deactivated, "Evicted"),
+        Some((
+            "True".into(),
+            "DeactivatedDueToAdmissionCheck".into(),
+            format!("The workload is deactivated due to {rejected}")
+        ))
+    );
+    assert!(is_suspended(&env.job("checked").await));
+    let described = describe_lines(&env.kubectl(&["describe", "workload", &name], None));
+    assert!(
+        described
+            .iter()
+            .any(|l| l.starts_with("Warning AdmissionCheckRejected ")
+                && l.ends_with(&format!("Deactivated due to {rejected}"))),
+        "AdmissionCheckRejected event in\n{}",
+        described.join("\n")
+    );
+    env.jobs()
+        .delete("checked", &Default::default())
+        .await
+        .expect("delete job");
     env.cleanup().await;
 }
 

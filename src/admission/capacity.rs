@@ -22,17 +22,16 @@
 //!   for nvidia.com/gpu; it covers cpu, memory` (only with `quotaCheckStrategy:
 //!   BlockUndeclared`, Kueue's default, under which such a job never gets a flavor).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{LimitRange, PodSpec};
-use kube::ResourceExt;
 
 use super::lookup::QuotaObjects;
 use crate::config::{QuotaCheckStrategy, Resources, TransformationStrategy};
 use crate::jobs::{PodSet, Requests, pod_requests};
 use crate::k8s::quantity::{QuantityError, format_quantity};
-use crate::quota::from_api::{self, QuotaError, Refuse};
+use crate::quota::from_api::{self, QueueReferences, QuotaError, Refuse};
 use crate::quota::model::{self, PODS_RESOURCE};
 use crate::quota::{Snapshot, max_possible};
 
@@ -104,11 +103,8 @@ fn counted(resource: &str, resources: &Resources) -> bool {
 
 /// A quota-core snapshot holding the quotas and cohort tree of `objects`, with no usage.
 pub fn snapshot(objects: &QuotaObjects) -> Result<Snapshot, QuotaError> {
-    let flavor_names: BTreeSet<String> = objects
-        .resource_flavors
-        .iter()
-        .map(|flavor| flavor.name_any())
-        .collect();
+    // AdmissionChecks gate admission, never what could fit: they are left out.
+    let references = QueueReferences::of(&objects.resource_flavors, &[]);
     let mut builder = Snapshot::builder(Timestamp::now());
     for flavor in &objects.resource_flavors {
         builder = builder.flavor(from_api::resource_flavor(flavor));
@@ -119,7 +115,7 @@ pub fn snapshot(objects: &QuotaObjects) -> Result<Snapshot, QuotaError> {
     for cluster_queue in &objects.cluster_queues {
         builder = builder.cluster_queue(from_api::cluster_queue(
             cluster_queue,
-            &flavor_names,
+            &references,
             &Refuse,
         )?);
     }

@@ -33,6 +33,7 @@ use crate::api::constants::{JOB_UID_LABEL, condition, reason};
 use crate::api::v1beta2 as api;
 use crate::config::{Configuration, Feature, PreemptionStrategy, RequeuingTimestamp};
 use crate::jobs::requests::pod_requests;
+use crate::k8s::conditions::find_true;
 use crate::k8s::quantity::{QuantityError, format_quantity, resource_value};
 
 /// The object whose quotas are being read, for messages.
@@ -566,6 +567,86 @@ fn fungibility_policy(policy: api::FlavorFungibilityPolicy) -> FungibilityPolicy
     }
 }
 
+/// The objects a ClusterQueue refers to by name and that may be missing: ResourceFlavors, and
+/// AdmissionChecks with whether each is `Active`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueReferences {
+    /// Names of the ResourceFlavors that exist.
+    pub flavors: BTreeSet<String>,
+    /// AdmissionChecks that exist, by name: whether their `Active` condition is true.
+    pub admission_checks: BTreeMap<String, bool>,
+}
+
+impl QueueReferences {
+    /// The references that exist among these objects.
+    pub fn of(flavors: &[Arc<api::ResourceFlavor>], checks: &[Arc<api::AdmissionCheck>]) -> Self {
+        Self {
+            flavors: flavors.iter().map(|flavor| flavor.name_any()).collect(),
+            admission_checks: checks
+                .iter()
+                .map(|check| {
+                    let active = check.status.as_ref().is_some_and(|status| {
+                        find_true(&status.conditions, condition::ACTIVE).is_some()
+                    });
+                    (check.name_any(), active)
+                })
+                .collect(),
+        }
+    }
+}
+
+/// AdmissionChecks a ClusterQueue names that do not exist, and those that are not `Active`,
+/// each in the order it names them.
+pub fn unusable_admission_checks(
+    cluster_queue: &api::ClusterQueue,
+    references: &QueueReferences,
+) -> (Vec<String>, Vec<String>) {
+    let (mut missing, mut inactive) = (Vec::new(), Vec::new());
+    for name in admission_check_names(cluster_queue) {
+        match references.admission_checks.get(name) {
+            None => missing.push(name.to_owned()),
+            Some(false) => inactive.push(name.to_owned()),
+            Some(true) => {}
+        }
+    }
+    (missing, inactive)
+}
+
+fn admission_check_names(cluster_queue: &api::ClusterQueue) -> impl Iterator<Item = &str> {
+    cluster_queue
+        .spec
+        .admission_checks_strategy
+        .iter()
+        .flat_map(|strategy| &strategy.admission_checks)
+        .map(|rule| rule.name.as_str())
+}
+
+/// The AdmissionChecks a workload admitted with these flavors must pass (Kueue's
+/// `AdmissionChecksForWorkload`): the rules without flavors, and those naming one of them;
+/// sorted by name.
+pub fn admission_checks_for(
+    cluster_queue: &api::ClusterQueue,
+    admitted_flavors: &BTreeSet<&str>,
+) -> Vec<String> {
+    let mut checks: Vec<String> = cluster_queue
+        .spec
+        .admission_checks_strategy
+        .iter()
+        .flat_map(|strategy| &strategy.admission_checks)
+        .filter(|rule| {
+            rule.on_flavors.is_empty()
+                || rule
+                    .on_flavors
+                    .iter()
+                    .any(|flavor| admitted_flavors.contains(flavor.as_str()))
+        })
+        .map(|rule| rule.name.clone())
+        .collect();
+    checks.sort();
+    checks.dedup();
+    checks
+}
+
 /// Flavors a ClusterQueue names that do not exist, in the order it names them.
 pub fn missing_flavors(
     cluster_queue: &api::ClusterQueue,
@@ -585,10 +666,11 @@ pub fn missing_flavors(
     missing
 }
 
-/// A ClusterQueue; inactive when it references flavors not in `flavors` or is being deleted.
+/// A ClusterQueue; inactive when it references flavors or AdmissionChecks that are missing
+/// (or inactive) among `references`, or is being deleted.
 pub fn cluster_queue<P: QuotaPolicy>(
     cq: &api::ClusterQueue,
-    flavors: &BTreeSet<String>,
+    references: &QueueReferences,
     policy: &P,
 ) -> Result<model::ClusterQueue, P::Error> {
     let spec = &cq.spec;
@@ -637,7 +719,9 @@ pub fn cluster_queue<P: QuotaPolicy>(
         },
         stop_policy: stop_policy(spec.stop_policy),
         fair_sharing_weight: fair_weight(spec.fair_sharing.as_ref()),
-        active: cq.metadata.deletion_timestamp.is_none() && missing_flavors(cq, flavors).is_empty(),
+        active: cq.metadata.deletion_timestamp.is_none()
+            && missing_flavors(cq, &references.flavors).is_empty()
+            && unusable_admission_checks(cq, references) == (Vec::new(), Vec::new()),
     })
 }
 

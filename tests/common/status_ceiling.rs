@@ -39,6 +39,7 @@ pub async fn admit_all(
             let update = Update::Admit {
                 admission: admission_of(workload),
                 generation: workload.metadata.generation,
+                checks: Vec::new(),
             };
             let status = update
                 .status(workload, now())?

@@ -8,7 +8,7 @@
 //! not finished: that is the state an admitter restarted after a crash rebuilds its usage from.
 //! It is pending when it holds no quota, is active, is not finished and its LocalQueue exists.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -20,7 +20,9 @@ use kube::ResourceExt;
 use crate::api::constants::{condition, reason};
 use crate::api::v1beta2 as api;
 use crate::k8s::quantity::{QuantityError, format_quantity};
-use crate::quota::from_api::{self, ConversionOptions, CountAsZero, WorkloadInputs, workload_key};
+use crate::quota::from_api::{
+    self, ConversionOptions, CountAsZero, QueueReferences, WorkloadInputs, workload_key,
+};
 use crate::quota::model::{self, StopPolicy};
 use crate::quota::{PendingReason, SchedulerConfig, Snapshot};
 use crate::stores::Stores;
@@ -36,6 +38,8 @@ pub struct ClusterState {
     pub cohorts: Vec<Arc<api::Cohort>>,
     /// ResourceFlavors.
     pub resource_flavors: Vec<Arc<api::ResourceFlavor>>,
+    /// AdmissionChecks.
+    pub admission_checks: Vec<Arc<api::AdmissionCheck>>,
     /// Workloads.
     pub workloads: Vec<Arc<api::Workload>>,
     /// Namespaces (their labels select ClusterQueues).
@@ -52,10 +56,16 @@ impl ClusterState {
             local_queues: stores.local_queues.state(),
             cohorts: stores.cohorts.state(),
             resource_flavors: stores.resource_flavors.state(),
+            admission_checks: stores.admission_checks.state(),
             workloads: stores.workloads.state(),
             namespaces: stores.namespaces.state(),
             limit_ranges: stores.limit_ranges.state(),
         }
+    }
+
+    /// The flavors and AdmissionChecks that ClusterQueues may refer to.
+    pub fn references(&self) -> QueueReferences {
+        QueueReferences::of(&self.resource_flavors, &self.admission_checks)
     }
 }
 
@@ -142,6 +152,19 @@ pub struct Converted {
     pub deactivations: Vec<String>,
     /// Keys of active workloads still `Requeued=False` from a deactivation.
     pub reactivations: Vec<String>,
+    /// Workloads holding quota whose AdmissionChecks decided, with what follows.
+    pub check_outcomes: Vec<(String, CheckOutcome)>,
+}
+
+/// What the states of a quota holder's AdmissionChecks call for (Kueue's workload controller).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckOutcome {
+    /// All `Ready`: the workload is admitted.
+    Ready,
+    /// One is `Retry`: evicted with this message, to be admitted again later.
+    Retry(String),
+    /// One is `Rejected`: marked for deactivation with this message.
+    Rejected(String),
 }
 
 impl Converted {
@@ -244,11 +267,7 @@ pub fn convert_cached(
     options: &ConversionOptions,
     cache: &mut WorkloadCache,
 ) -> Converted {
-    let flavor_names: BTreeSet<String> = state
-        .resource_flavors
-        .iter()
-        .map(|flavor| flavor.name_any())
-        .collect();
+    let references = state.references();
     let namespace_labels: BTreeMap<String, Arc<BTreeMap<String, String>>> = state
         .namespaces
         .iter()
@@ -290,7 +309,7 @@ pub fn convert_cached(
             .cluster_queues
             .iter()
             .map(|cq| {
-                let Ok(cq) = from_api::cluster_queue(cq, &flavor_names, &CountAsZero);
+                let Ok(cq) = from_api::cluster_queue(cq, &references, &CountAsZero);
                 cq
             })
             .collect(),
@@ -360,6 +379,9 @@ pub fn convert_cached(
                 });
                 if drained && !workload.evicted {
                     converted.local_queue_drains.push(key.clone());
+                }
+                if let Some(outcome) = check_outcome(object) {
+                    converted.check_outcomes.push((key.clone(), outcome));
                 }
                 converted.holders.push(Holder {
                     workload,
@@ -448,6 +470,54 @@ fn placement(workload: &api::Workload) -> Placement<'_> {
         Some(queue) if workload.spec.is_active() && !queue.is_empty() => Placement::Queued(queue),
         _ => Placement::Ignored,
     }
+}
+
+/// What the AdmissionCheck states of a workload holding quota call for, if anything: nothing
+/// for an evicted workload, or one without checks; a rejection already marked needs nothing.
+fn check_outcome(workload: &api::Workload) -> Option<CheckOutcome> {
+    let checks = &workload.status.as_ref()?.admission_checks;
+    if checks.is_empty() || workload.is_condition_true(condition::EVICTED) {
+        return None;
+    }
+    let in_state = |state: api::CheckState| -> Vec<&api::AdmissionCheckState> {
+        checks.iter().filter(|check| check.state == state).collect()
+    };
+    let rejected = in_state(api::CheckState::Rejected);
+    if !rejected.is_empty() {
+        let marked = workload
+            .true_condition(condition::DEACTIVATION_TARGET)
+            .is_some();
+        return (!marked).then(|| CheckOutcome::Rejected(checks_message(&rejected, "Rejected")));
+    }
+    let retry = in_state(api::CheckState::Retry);
+    if !retry.is_empty() {
+        let message = format!("Evicted due to {}", checks_message(&retry, "Retry"));
+        return Some(CheckOutcome::Retry(message));
+    }
+    let ready = in_state(api::CheckState::Ready).len() == checks.len();
+    (ready && !workload.is_condition_true(condition::ADMITTED)).then_some(CheckOutcome::Ready)
+}
+
+/// Kueue's `buildAdmissionChecksMessage`: `AdmissionCheck(s) in <state> state: "a" (why); "b"`.
+fn checks_message(checks: &[&api::AdmissionCheckState], state: &str) -> String {
+    let mut checks = checks.to_vec();
+    checks.sort_by(|a, b| a.name.cmp(&b.name));
+    let parts: Vec<String> = checks
+        .iter()
+        .map(|check| {
+            if check.message.is_empty() {
+                format!("{:?}", check.name)
+            } else {
+                format!("{:?} ({})", check.name, check.message)
+            }
+        })
+        .collect();
+    let noun = if checks.len() > 1 {
+        "AdmissionChecks"
+    } else {
+        "AdmissionCheck"
+    };
+    format!("{noun} in {state} state: {}", parts.join("; "))
 }
 
 /// What Kueue's workload controller has left to write about `spec.active`.

@@ -53,12 +53,15 @@ pub(super) enum UpdateKind {
     Admit,
     Pending,
     Evict,
+    /// What the AdmissionChecks decided: `Admitted`, or the deactivation target.
+    Checks,
 }
 
 impl UpdateKind {
     pub(super) fn of(update: &Update) -> Self {
         match update {
             Update::Admit { .. } => Self::Admit,
+            Update::ChecksReady | Update::ChecksRejected { .. } => Self::Checks,
             Update::Pending { .. } => Self::Pending,
             // An eviction when the workload holds quota; otherwise tracked by nothing.
             Update::Evict { .. } | Update::Deactivate => Self::Evict,

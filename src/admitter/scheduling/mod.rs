@@ -26,7 +26,7 @@ use kube::{Client, ResourceExt};
 use tokio::sync::{broadcast, watch};
 
 use crate::admitter::scheduling::cluster_state::{
-    ClusterState, Converted, LocalQueueRef, PendingWorkload, resource_requests,
+    CheckOutcome, ClusterState, Converted, LocalQueueRef, PendingWorkload, resource_requests,
 };
 use crate::admitter::writers::in_use;
 use crate::admitter::writers::queue_status::{
@@ -43,7 +43,9 @@ use crate::metrics::{
     AdmitterMetrics, AttemptLabels, ClusterQueueLabels, ClusterQueueStatusLabels, MetricsRegistry,
     ReplicaRole,
 };
-use crate::quota::from_api::{ConversionOptions, scheduler_config};
+use crate::quota::from_api::{
+    ConversionOptions, QueueReferences, admission_checks_for, scheduler_config,
+};
 use crate::quota::model::{self};
 use crate::quota::{Decision, PendingReason};
 use crate::stores::{Stores, StoresNotReady};
@@ -276,7 +278,7 @@ impl Scheduler {
                 self.handled_verdicts.forget(&key);
                 false
             }
-            (UpdateKind::Pending, _) => false,
+            (UpdateKind::Pending | UpdateKind::Checks, _) => false,
         }
     }
 
@@ -296,6 +298,11 @@ impl Scheduler {
         } = self.planner.plan(&state, now);
         let context = CycleContext {
             objects: &objects,
+            cluster_queues: state
+                .cluster_queues
+                .iter()
+                .map(|cq| (cq.name_any(), cq.as_ref()))
+                .collect(),
             pending: converted
                 .pending
                 .iter()
@@ -356,6 +363,25 @@ impl Scheduler {
         for key in &converted.reactivations {
             self.dispatcher.dispatch(key.clone(), Update::Reactivate);
         }
+        for (key, outcome) in &converted.check_outcomes {
+            let update = match outcome {
+                CheckOutcome::Ready => Update::ChecksReady,
+                CheckOutcome::Rejected(message) => Update::ChecksRejected {
+                    message: message.clone(),
+                },
+                CheckOutcome::Retry(message) => {
+                    if let Some(holder) = context.holders.get(key.as_str()) {
+                        self.planner.overlay.evict(key, &holder.uid);
+                    }
+                    Update::Evict {
+                        reason: reason::ADMISSION_CHECK.to_owned(),
+                        message: message.clone(),
+                        preemption: None,
+                    }
+                }
+            };
+            self.dispatcher.dispatch(key.clone(), update);
+        }
         self.handled_verdicts
             .retain(|key| objects.contains_key(key));
         self.publish_statuses(&state, &converted, &snapshot, &exposed, now);
@@ -388,6 +414,17 @@ impl Scheduler {
                     .objects
                     .get(&key)
                     .and_then(|object| object.metadata.generation);
+                let flavors: BTreeSet<&str> = admission
+                    .pod_set_assignments
+                    .iter()
+                    .flat_map(|assignment| assignment.flavors.values())
+                    .map(String::as_str)
+                    .collect();
+                let checks = context
+                    .cluster_queues
+                    .get(&admission.cluster_queue)
+                    .map(|cq| admission_checks_for(cq, &flavors))
+                    .unwrap_or_default();
                 self.planner.overlay.admit(
                     &key,
                     &pending.workload.uid,
@@ -399,6 +436,7 @@ impl Scheduler {
                     Update::Admit {
                         admission,
                         generation,
+                        checks,
                     },
                 );
             }
@@ -544,11 +582,7 @@ impl Scheduler {
         exposed_local_queues: &BTreeSet<(String, String)>,
         now: Timestamp,
     ) {
-        let flavors: BTreeSet<String> = state
-            .resource_flavors
-            .iter()
-            .map(|flavor| flavor.name_any())
-            .collect();
+        let references = state.references();
         let usages = queue_status::usages(&converted.holders);
         let no_usage = QueueUsage::default();
         let fair_sharing = self.planner.fair_sharing();
@@ -560,7 +594,7 @@ impl Scheduler {
             let usage = usages.cluster_queues.get(&name).unwrap_or(&no_usage);
             let pending = self.planner.queues.pending(&name);
             let facts = ClusterQueueFacts {
-                flavors: &flavors,
+                references: &references,
                 usage,
                 pending: i32::try_from(pending.active + pending.inadmissible).unwrap_or(i32::MAX),
                 weighted_share: fair_sharing
@@ -571,12 +605,12 @@ impl Scheduler {
                 name.clone(),
                 queue_status::cluster_queue_status(cluster_queue, &facts, now),
             );
-            self.report_cluster_queue(&name, cluster_queue, &flavors, usage, pending);
+            self.report_cluster_queue(&name, cluster_queue, &references, usage, pending);
             cluster_queues.insert(
                 name.clone(),
                 (
                     cluster_queue.as_ref(),
-                    inactive_reason(cluster_queue, &flavors).is_none(),
+                    inactive_reason(cluster_queue, &references).is_none(),
                 ),
             );
             queue_names.insert(name);
@@ -649,7 +683,7 @@ impl Scheduler {
         &self,
         name: &str,
         cluster_queue: &api::ClusterQueue,
-        flavors: &BTreeSet<String>,
+        references: &QueueReferences,
         usage: &QueueUsage,
         pending: crate::quota::PendingCounts,
     ) {
@@ -669,7 +703,7 @@ impl Scheduler {
         }
         metrics.set_cluster_queue_status(
             name,
-            cluster_queue_metric_status(cluster_queue, flavors),
+            cluster_queue_metric_status(cluster_queue, references),
             self.role,
         );
         let labels = ClusterQueueLabels {
@@ -701,6 +735,7 @@ fn off_the_runtime<T>(pass: impl FnOnce() -> T) -> T {
 /// Lookups a cycle's decisions are applied with.
 struct CycleContext<'a> {
     objects: &'a HashMap<String, Arc<api::Workload>>,
+    cluster_queues: HashMap<String, &'a api::ClusterQueue>,
     pending: HashMap<&'a str, &'a PendingWorkload>,
     holders: HashMap<&'a str, &'a model::Workload>,
     now: Timestamp,

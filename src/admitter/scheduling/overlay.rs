@@ -161,6 +161,9 @@ impl Overlay {
             converted
                 .deactivations
                 .retain(|key| !self.evictions.contains_key(key));
+            converted
+                .check_outcomes
+                .retain(|(key, _)| !self.evictions.contains_key(key));
         }
     }
 }

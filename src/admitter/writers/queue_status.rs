@@ -6,7 +6,7 @@
 //! snapshot) and hands them to [`write_statuses`], which patches only the queues whose status
 //! differs from what the store shows, at most once per [`MIN_WRITE_INTERVAL`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -25,7 +25,7 @@ use crate::api::v1beta2 as api;
 use crate::k8s::conditions::{new_condition, set_condition};
 use crate::k8s::json::merge_patch;
 use crate::k8s::quantity::format_quantity;
-use crate::quota::from_api::missing_flavors;
+use crate::quota::from_api::{QueueReferences, missing_flavors, unusable_admission_checks};
 use crate::quota::model::{FlavorResource, Quantity};
 use crate::stores::Stores;
 
@@ -115,7 +115,7 @@ pub fn usages(holders: &[Holder]) -> Usages {
 /// Why a ClusterQueue admits nothing, or `None` when it is active: (reason, message).
 pub fn inactive_reason(
     cluster_queue: &api::ClusterQueue,
-    flavors: &BTreeSet<String>,
+    references: &QueueReferences,
 ) -> Option<(&'static str, String)> {
     if cluster_queue.metadata.deletion_timestamp.is_some() {
         return Some((
@@ -133,12 +133,27 @@ pub fn inactive_reason(
         reasons.push(reason::STOPPED);
         messages.push("is stopped".to_owned());
     }
-    let missing = missing_flavors(cluster_queue, flavors);
+    let missing = missing_flavors(cluster_queue, &references.flavors);
     if !missing.is_empty() {
         reasons.push(reason::FLAVOR_NOT_FOUND);
         messages.push(format!(
             "references missing ResourceFlavor(s): {}",
             missing.join(",")
+        ));
+    }
+    let (missing, inactive) = unusable_admission_checks(cluster_queue, references);
+    if !missing.is_empty() {
+        reasons.push(reason::ADMISSION_CHECK_NOT_FOUND);
+        messages.push(format!(
+            "references missing AdmissionCheck(s): {}",
+            missing.join(",")
+        ));
+    }
+    if !inactive.is_empty() {
+        reasons.push(reason::ADMISSION_CHECK_INACTIVE);
+        messages.push(format!(
+            "references inactive AdmissionCheck(s): {}",
+            inactive.join(",")
         ));
     }
     let first = reasons.first()?;
@@ -151,11 +166,11 @@ pub fn inactive_reason(
 /// The `status` label of `kueue_cluster_queue_status`.
 pub fn cluster_queue_metric_status(
     cluster_queue: &api::ClusterQueue,
-    flavors: &BTreeSet<String>,
+    references: &QueueReferences,
 ) -> &'static str {
     if cluster_queue.metadata.deletion_timestamp.is_some() {
         "terminated"
-    } else if inactive_reason(cluster_queue, flavors).is_some() {
+    } else if inactive_reason(cluster_queue, references).is_some() {
         "pending"
     } else {
         "active"
@@ -276,8 +291,8 @@ fn active_condition(
 /// What a ClusterQueue's status is computed from.
 #[derive(Clone, Debug)]
 pub struct ClusterQueueFacts<'a> {
-    /// Names of the existing ResourceFlavors.
-    pub flavors: &'a BTreeSet<String>,
+    /// The flavors and AdmissionChecks that exist.
+    pub references: &'a QueueReferences,
     /// Its quota holders.
     pub usage: &'a QueueUsage,
     /// Workloads waiting in it (active and inadmissible).
@@ -294,7 +309,7 @@ pub fn cluster_queue_status(
     now: Timestamp,
 ) -> api::ClusterQueueStatus {
     let current = cluster_queue.status.clone().unwrap_or_default();
-    let inactive = inactive_reason(cluster_queue, facts.flavors);
+    let inactive = inactive_reason(cluster_queue, facts.references);
     let active = match &inactive {
         None => Ok("Can admit new workloads"),
         Some((inactive_reason, message)) => Err((*inactive_reason, message.as_str())),

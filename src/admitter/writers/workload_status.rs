@@ -63,12 +63,24 @@ pub struct Preemption {
 /// What to write to one Workload.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Update {
-    /// Reserve quota and admit: `status.admission`, `QuotaReserved=True`, `Admitted=True`.
+    /// Reserve quota and admit: `status.admission`, `QuotaReserved=True`, and `Admitted=True`
+    /// unless AdmissionChecks apply: then each gets a `Pending` state (a state it already has
+    /// is kept) and `Admitted` waits for all of them to be `Ready`.
     Admit {
         /// The reservation.
         admission: model::Admission,
         /// `metadata.generation` the decision was made for; a newer spec is not admitted.
         generation: Option<i64>,
+        /// The AdmissionChecks of the ClusterQueue that apply to the reservation's flavors.
+        checks: Vec<String>,
+    },
+    /// Every AdmissionCheck of a workload holding quota is `Ready`: `Admitted=True`.
+    ChecksReady,
+    /// An AdmissionCheck rejected a workload holding quota: `DeactivationTarget=True` reason
+    /// `AdmissionCheck` with this message (the workload is then deactivated).
+    ChecksRejected {
+        /// Which checks rejected it.
+        message: String,
     },
     /// No reservation now: `QuotaReserved=False` with this reason and message.
     Pending {
@@ -161,6 +173,7 @@ impl Update {
             Update::Admit {
                 admission,
                 generation: decided_for,
+                checks,
             } => {
                 if reserved {
                     return Err(Skip::AlreadyAdmitted);
@@ -185,14 +198,64 @@ impl Update {
                 );
                 reset_active_condition(conditions, condition::EVICTED, generation, now);
                 reset_active_condition(conditions, condition::PREEMPTED, generation, now);
+                status.admission_checks = check_states(&current.admission_checks, checks, now);
+                let admitted = status
+                    .admission_checks
+                    .iter()
+                    .all(|check| check.state == api::CheckState::Ready);
+                let (admitted_reason, message) = if admitted {
+                    (reason::ADMITTED, "The workload is admitted")
+                } else {
+                    (
+                        reason::UNSATISFIED_ADMISSION_CHECKS,
+                        "The workload has not all checks ready",
+                    )
+                };
                 set_condition(
-                    conditions,
-                    new_condition(condition::ADMITTED, true, reason::ADMITTED)
-                        .message("The workload is admitted")
+                    &mut status.conditions,
+                    new_condition(condition::ADMITTED, admitted, admitted_reason)
+                        .message(message)
                         .generation(generation)
                         .at(now),
                 );
                 status.resource_requests = Vec::new();
+            }
+            Update::ChecksRejected { message } => {
+                if !reserved {
+                    return Err(Skip::NoReservation);
+                }
+                set_condition(
+                    &mut status.conditions,
+                    new_condition(
+                        condition::DEACTIVATION_TARGET,
+                        true,
+                        reason::ADMISSION_CHECK,
+                    )
+                    .message(message)
+                    .generation(generation)
+                    .at(now),
+                );
+            }
+            Update::ChecksReady => {
+                if !reserved {
+                    return Err(Skip::NoReservation);
+                }
+                if workload.is_condition_true(condition::EVICTED) {
+                    return Err(Skip::AlreadyEvicted);
+                }
+                let ready = current
+                    .admission_checks
+                    .iter()
+                    .all(|check| check.state == api::CheckState::Ready);
+                if ready {
+                    set_condition(
+                        &mut status.conditions,
+                        new_condition(condition::ADMITTED, true, reason::ADMITTED)
+                            .message("The workload is admitted")
+                            .generation(generation)
+                            .at(now),
+                    );
+                }
             }
             Update::Pending {
                 reason: pending_reason,
@@ -304,6 +367,35 @@ pub fn api_admission(admission: &model::Admission) -> api::Admission {
             })
             .collect(),
     }
+}
+
+/// Kueue's `syncAdmissionCheckConditions`: one state per check, sorted by name, `Pending` for
+/// a check the workload had no state for.
+fn check_states(
+    current: &[api::AdmissionCheckState],
+    checks: &[String],
+    now: Timestamp,
+) -> Vec<api::AdmissionCheckState> {
+    let mut states: Vec<api::AdmissionCheckState> = checks
+        .iter()
+        .map(|name| {
+            current
+                .iter()
+                .find(|state| &state.name == name)
+                .cloned()
+                .unwrap_or_else(|| api::AdmissionCheckState {
+                    name: name.clone(),
+                    state: api::CheckState::Pending,
+                    last_transition_time: Time(now),
+                    message: String::new(),
+                    requeue_after_seconds: None,
+                    retry_count: None,
+                    pod_set_updates: Vec::new(),
+                })
+        })
+        .collect();
+    states.sort_by(|a, b| a.name.cmp(&b.name));
+    states
 }
 
 /// Kueue's `resetActiveCondition`: a `True` condition becomes `False`, reason `QuotaReserved`,
@@ -504,6 +596,8 @@ impl Applier {
         let permits = match update {
             Update::Pending { .. } => &self.pending_permits,
             Update::Admit { .. }
+            | Update::ChecksReady
+            | Update::ChecksRejected { .. }
             | Update::Evict { .. }
             | Update::Deactivate
             | Update::Reactivate => &self.permits,
@@ -566,8 +660,13 @@ impl Applier {
         match update {
             Update::Admit { admission, .. } => {
                 let wait = queued_wait_seconds(before, now);
+                let labels = PriorityLabels {
+                    cluster_queue: admission.cluster_queue.clone(),
+                    priority_class: priority_class.clone(),
+                    replica_role: self.role,
+                };
                 if let Some((namespace, local_queue)) = local_queue_of(written) {
-                    self.metrics.local_queues.admitted(
+                    self.metrics.local_queues.reserved_quota(
                         namespace,
                         local_queue,
                         &priority_class,
@@ -575,14 +674,7 @@ impl Applier {
                         wait,
                     );
                 }
-                self.metrics.admitted(
-                    &PriorityLabels {
-                        cluster_queue: admission.cluster_queue.clone(),
-                        priority_class,
-                        replica_role: self.role,
-                    },
-                    wait,
-                );
+                self.metrics.reserved_quota(&labels, wait);
                 self.publish(
                     written,
                     EventType::Normal,
@@ -593,16 +685,35 @@ impl Applier {
                     ),
                 )
                 .await;
+                if written.is_condition_true(condition::ADMITTED) {
+                    self.report_admission(written, &labels, wait, now).await;
+                }
+            }
+            Update::ChecksRejected { message } => {
                 self.publish(
                     written,
-                    EventType::Normal,
-                    "Admitted",
-                    format!(
-                        "Admitted by ClusterQueue {}, wait time since reservation was 0s",
-                        admission.cluster_queue
-                    ),
+                    EventType::Warning,
+                    "AdmissionCheckRejected",
+                    format!("Deactivated due to {message}"),
                 )
                 .await;
+            }
+            Update::ChecksReady => {
+                let Some(admission) = written.reservation() else {
+                    return;
+                };
+                if before.is_condition_true(condition::ADMITTED)
+                    || !written.is_condition_true(condition::ADMITTED)
+                {
+                    return;
+                }
+                let labels = PriorityLabels {
+                    cluster_queue: admission.cluster_queue.clone(),
+                    priority_class,
+                    replica_role: self.role,
+                };
+                let wait = queued_wait_seconds(before, now);
+                self.report_admission(written, &labels, wait, now).await;
             }
             Update::Pending {
                 reason: pending_reason,
@@ -654,6 +765,45 @@ impl Applier {
             }
             Update::Reactivate => {}
         }
+    }
+
+    /// Counts an admission `wait` seconds after queueing and emits its event, which says how
+    /// long it waited since its quota was reserved.
+    async fn report_admission(
+        &self,
+        written: &api::Workload,
+        labels: &PriorityLabels,
+        wait: f64,
+        now: Timestamp,
+    ) {
+        if let Some((namespace, local_queue)) = local_queue_of(written) {
+            self.metrics.local_queues.admitted(
+                namespace,
+                local_queue,
+                &labels.priority_class,
+                self.role,
+                wait,
+            );
+        }
+        self.metrics.admitted(labels, wait);
+        let since_reservation =
+            written
+                .true_condition(condition::QUOTA_RESERVED)
+                .map_or(0.0, |reserved| {
+                    now.duration_since(reserved.last_transition_time.0)
+                        .as_secs_f64()
+                        .max(0.0)
+                });
+        self.publish(
+            written,
+            EventType::Normal,
+            "Admitted",
+            format!(
+                "Admitted by ClusterQueue {}, wait time since reservation was {since_reservation:.0}s",
+                labels.cluster_queue
+            ),
+        )
+        .await;
     }
 
     /// Counts an eviction (reason and underlying cause) in the ClusterQueue's and the

@@ -1,7 +1,7 @@
 //! Tests of the per-object conversions and of the settings a Configuration implies.
 
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 use crate::testing::objects::{self as fixtures, flavor_with, labels};
@@ -114,7 +114,14 @@ fn cluster_queue_spec_becomes_the_model() {
 }
 
 fn cluster_queue_model(cq: &api::ClusterQueue, flavors: &BTreeSet<String>) -> model::ClusterQueue {
-    let Ok(cluster_queue) = super::cluster_queue(cq, flavors, &CountAsZero);
+    let references = QueueReferences {
+        flavors: flavors.clone(),
+        admission_checks: BTreeMap::from([
+            ("ready".to_owned(), true),
+            ("broken".to_owned(), false),
+        ]),
+    };
+    let Ok(cluster_queue) = super::cluster_queue(cq, &references, &CountAsZero);
     cluster_queue
 }
 
@@ -141,6 +148,15 @@ fn cluster_queue_defaults_and_inactivity() {
     let all: BTreeSet<String> = ["a", "b", "c"].map(str::to_owned).into();
     assert!(cluster_queue_model(&cq, &all).active);
     assert!(!cluster_queue_model(&fixtures::cluster_queue("cq").deleting().build(), &all).active);
+    let checked = |names: &[&str]| {
+        let rules: Vec<Value> = names.iter().map(|name| json!({"name": name})).collect();
+        fixtures::cluster_queue("cq")
+            .spec("admissionChecksStrategy", json!({"admissionChecks": rules}))
+            .build()
+    };
+    assert!(cluster_queue_model(&checked(&["ready"]), &all).active);
+    assert!(!cluster_queue_model(&checked(&["ready", "broken"]), &all).active);
+    assert!(!cluster_queue_model(&checked(&["ready", "missing"]), &all).active);
     let bad_selector = fixtures::cluster_queue("cq")
         .spec(
             "namespaceSelector",
@@ -253,5 +269,35 @@ fn configuration_maps_to_scheduler_settings() {
             excluded_resource_prefixes: vec!["x/".to_owned()],
             requeuing_timestamp: RequeuingTimestamp::Eviction,
         }
+    );
+}
+
+#[test]
+fn admission_checks_apply_to_every_flavor_or_to_the_ones_they_name() {
+    let cq = fixtures::cluster_queue("cq")
+        .spec(
+            "admissionChecksStrategy",
+            json!({"admissionChecks": [
+                {"name": "z-always"},
+                {"name": "spot-only", "onFlavors": ["spot"]},
+                {"name": "either", "onFlavors": ["spot", "reserved"]},
+            ]}),
+        )
+        .build();
+    let flavors = |names: &[&'static str]| names.iter().copied().collect::<BTreeSet<&str>>();
+    assert_eq!(
+        admission_checks_for(&cq, &flavors(&["on-demand"])),
+        vec!["z-always"]
+    );
+    assert_eq!(
+        admission_checks_for(&cq, &flavors(&["on-demand", "spot"])),
+        vec!["either", "spot-only", "z-always"]
+    );
+    assert_eq!(
+        admission_checks_for(
+            &fixtures::cluster_queue("plain").build(),
+            &flavors(&["spot"])
+        ),
+        Vec::<String>::new()
     );
 }

@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 use crate::config::RequeuingTimestamp;
@@ -344,6 +344,72 @@ fn inactive_workloads_are_deactivated_until_evicted_and_reactivated_ones_requeue
         .map(|pending| pending.workload.key.as_str())
         .collect();
     assert_eq!(pending, vec!["team-a/resumed", "team-a/requeued"]);
+}
+
+#[test]
+fn admission_check_states_of_quota_holders_call_for_admission_eviction_or_deactivation() {
+    let mut state = state();
+    let check = |name: &str, state: &str, message: &str| json!({"name": name, "state": state, "lastTransitionTime": "2025-01-01T00:00:00Z", "message": message});
+    let holding = |name: &str, checks: Value| {
+        workload("team-a", name)
+            .queue("lq")
+            .pod_set("main", 1, json!({"cpu": "1"}))
+            .reserved("cq", json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}, "count": 1}]))
+            .status("admissionChecks", checks)
+    };
+    state.workloads = [
+        holding(
+            "all-ready",
+            json!([check("a", "Ready", ""), check("b", "Ready", "")]),
+        ),
+        holding(
+            "one-pending",
+            json!([check("a", "Ready", ""), check("b", "Pending", "")]),
+        ),
+        holding(
+            "retrying",
+            json!([check("b", "Retry", "later"), check("a", "Retry", "")]),
+        ),
+        holding(
+            "rejected",
+            json!([check("a", "Retry", ""), check("b", "Rejected", "no")]),
+        ),
+        holding("rejected-marked", json!([check("b", "Rejected", "no")])).condition(
+            "DeactivationTarget",
+            "True",
+            "AdmissionCheck",
+            "marked",
+            120,
+        ),
+        holding("retry-evicted", json!([check("a", "Retry", "")])).condition(
+            "Evicted",
+            "True",
+            "AdmissionCheck",
+            "evicted",
+            120,
+        ),
+        holding("unchecked", json!([])),
+    ]
+    .into_iter()
+    .map(|builder| Arc::new(builder.build()))
+    .collect();
+    let converted = convert(&state, &ConversionOptions::default());
+    assert_eq!(
+        converted.check_outcomes,
+        vec![
+            ("team-a/all-ready".to_owned(), CheckOutcome::Ready),
+            (
+                "team-a/retrying".to_owned(),
+                CheckOutcome::Retry(
+                    r#"Evicted due to AdmissionChecks in Retry state: "a"; "b" (later)"#.to_owned()
+                )
+            ),
+            (
+                "team-a/rejected".to_owned(),
+                CheckOutcome::Rejected(r#"AdmissionCheck in Rejected state: "b" (no)"#.to_owned())
+            ),
+        ]
+    );
 }
 
 #[test]

@@ -65,8 +65,15 @@ fn usage_adds_up_holders_per_queue() {
     assert_eq!(usages.local_queues.len(), 2);
 }
 
-fn flavors(names: &[&str]) -> BTreeSet<String> {
-    names.iter().map(|name| (*name).to_owned()).collect()
+/// These flavors, and the AdmissionChecks `ready` (Active) and `broken` (not).
+fn flavors(names: &[&str]) -> QueueReferences {
+    QueueReferences {
+        flavors: names.iter().map(|name| (*name).to_owned()).collect(),
+        admission_checks: BTreeMap::from([
+            ("ready".to_owned(), true),
+            ("broken".to_owned(), false),
+        ]),
+    }
 }
 
 #[test]
@@ -88,7 +95,7 @@ fn cluster_queue_status_reports_counts_usage_and_borrowing() {
         in_use: cpu(1500),
     };
     let facts = ClusterQueueFacts {
-        flavors: &flavors(&["default", "spot"]),
+        references: &flavors(&["default", "spot"]),
         usage: &usage,
         pending: 4,
         weighted_share: Some(250),
@@ -168,6 +175,32 @@ fn inactive_cluster_queues_say_why() {
         ),
         (
             cluster_queue("cq")
+                .spec(
+                    "admissionChecksStrategy",
+                    json!({"admissionChecks": [{"name": "ready"}, {"name": "gone"}, {"name": "broken", "onFlavors": ["default"]}, {"name": "lost"}]}),
+                )
+                .build(),
+            Some((
+                "AdmissionCheckNotFound",
+                "Can't admit new workloads: references missing AdmissionCheck(s): gone,lost, references inactive AdmissionCheck(s): broken.",
+            )),
+            "pending",
+        ),
+        (
+            cluster_queue("cq")
+                .spec(
+                    "admissionChecksStrategy",
+                    json!({"admissionChecks": [{"name": "broken"}]}),
+                )
+                .build(),
+            Some((
+                "AdmissionCheckInactive",
+                "Can't admit new workloads: references inactive AdmissionCheck(s): broken.",
+            )),
+            "pending",
+        ),
+        (
+            cluster_queue("cq")
                 .spec("stopPolicy", json!("HoldAndDrain"))
                 .build(),
             Some(("Stopped", "Can't admit new workloads: is stopped.")),
@@ -199,7 +232,7 @@ fn inactive_cluster_queues_say_why() {
         assert_eq!(cluster_queue_metric_status(&cq, &flavor_set), metric);
         if let Some((reason, message)) = want {
             let facts = ClusterQueueFacts {
-                flavors: &flavor_set,
+                references: &flavor_set,
                 usage: &QueueUsage::default(),
                 pending: 0,
                 weighted_share: None,
@@ -219,7 +252,7 @@ fn the_active_condition_keeps_its_transition_time() {
         .status(json!({"conditions": [api_condition("Active", "True", "Ready", "Can admit new workloads", 50)]}))
         .build();
     let facts = ClusterQueueFacts {
-        flavors: &flavors(&[]),
+        references: &flavors(&[]),
         usage: &QueueUsage::default(),
         pending: 0,
         weighted_share: None,

@@ -80,6 +80,7 @@ fn admitting_writes_the_admission_and_resets_eviction_conditions() {
     let update = Update::Admit {
         admission: admission("cq"),
         generation: Some(1),
+        checks: Vec::new(),
     };
     let previously = format!("Previously: {PREEMPTION_MESSAGE}");
     assert_eq!(
@@ -102,6 +103,7 @@ fn admission_is_refused_when_the_workload_moved_on() {
     let update = Update::Admit {
         admission: admission("cq"),
         generation: Some(1),
+        checks: Vec::new(),
     };
     let admitted = admitted_workload().build();
     let finished = workload("ns", "wl")
@@ -205,22 +207,24 @@ fn with_victim_admission() -> crate::testing::objects::WorkloadBuilder {
         .status("admission", victim_admission())
 }
 
+fn reserved_workload() -> crate::testing::objects::WorkloadBuilder {
+    with_victim_admission().condition(
+        "QuotaReserved",
+        "True",
+        "QuotaReserved",
+        "Quota reserved in ClusterQueue cq",
+        100,
+    )
+}
+
 fn admitted_workload() -> crate::testing::objects::WorkloadBuilder {
-    with_victim_admission()
-        .condition(
-            "QuotaReserved",
-            "True",
-            "QuotaReserved",
-            "Quota reserved in ClusterQueue cq",
-            100,
-        )
-        .condition(
-            "Admitted",
-            "True",
-            "Admitted",
-            "The workload is admitted",
-            100,
-        )
+    reserved_workload().condition(
+        "Admitted",
+        "True",
+        "Admitted",
+        "The workload is admitted",
+        100,
+    )
 }
 
 #[test]
@@ -339,6 +343,7 @@ fn a_stale_admission_holds_no_quota() {
     let admit = Update::Admit {
         admission: admission("other-cq"),
         generation: Some(1),
+        checks: Vec::new(),
     };
     let status = applied(&admit, &stale, 300);
     assert_eq!(status["admission"]["clusterQueue"], json!("other-cq"));
@@ -465,5 +470,80 @@ fn reactivation_requeues_a_workload_requeued_false_by_its_deactivation() {
     assert_eq!(
         Update::Reactivate.status(&still_inactive, ts(300)),
         Err(Skip::Deactivated)
+    );
+}
+
+fn check(name: &str, state: &str, message: &str) -> Value {
+    json!({"name": name, "state": state, "lastTransitionTime": rfc3339(90), "message": message})
+}
+
+#[test]
+fn admission_with_admission_checks_reserves_quota_and_waits_for_them() {
+    let object = workload("ns", "wl")
+        .queue("lq")
+        .pod_set("main", 2, json!({"cpu": "1250m", "memory": "1Gi"}))
+        .status(
+            "admissionChecks",
+            json!([check("old", "Ready", ""), check("kept", "Pending", "asked")]),
+        )
+        .build();
+    let update = Update::Admit {
+        admission: admission("cq"),
+        generation: Some(1),
+        checks: vec!["kept".to_owned(), "a-new".to_owned()],
+    };
+    assert_eq!(
+        applied(&update, &object, 300),
+        json!({
+            "admission": admission_json(),
+            "conditions": [
+                {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "Quota reserved in ClusterQueue cq", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+                {"type": "Admitted", "status": "False", "reason": "UnsatisfiedAdmissionChecks", "message": "The workload has not all checks ready", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)},
+            ],
+            "admissionChecks": [
+                {"name": "a-new", "state": "Pending", "lastTransitionTime": rfc3339(300), "message": ""},
+                check("kept", "Pending", "asked"),
+            ],
+        })
+    );
+}
+
+#[test]
+fn ready_checks_admit_and_rejected_ones_mark_the_workload_for_deactivation() {
+    let reserved = |checks: Value| {
+        reserved_workload()
+            .condition(
+                "Admitted",
+                "False",
+                "UnsatisfiedAdmissionChecks",
+                "The workload has not all checks ready",
+                100,
+            )
+            .status("admissionChecks", checks)
+            .build()
+    };
+    let ready = reserved(json!([
+        check("a", "Ready", ""),
+        check("b", "Ready", "provisioned")
+    ]));
+    assert_eq!(
+        applied(&Update::ChecksReady, &ready, 300)["conditions"][1],
+        json!({"type": "Admitted", "status": "True", "reason": "Admitted", "message": "The workload is admitted", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)})
+    );
+    let waiting = reserved(json!([check("a", "Ready", ""), check("b", "Pending", "")]));
+    assert_eq!(Update::ChecksReady.status(&waiting, ts(300)), Ok(None));
+
+    let message = r#"AdmissionCheck in Rejected state: "b" (no capacity)"#;
+    let rejected = Update::ChecksRejected {
+        message: message.to_owned(),
+    };
+    assert_eq!(
+        applied(&rejected, &waiting, 300)["conditions"][2],
+        json!({"type": "DeactivationTarget", "status": "True", "reason": "AdmissionCheck", "message": message, "observedGeneration": 1, "lastTransitionTime": rfc3339(300)})
+    );
+    let released = workload("ns", "victim").build();
+    assert_eq!(
+        rejected.status(&released, ts(300)),
+        Err(Skip::NoReservation)
     );
 }
