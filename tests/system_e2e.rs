@@ -305,6 +305,21 @@ impl Env {
         panic!("the status of {workload} kept conflicting");
     }
 
+    /// A flavor, a ClusterQueue with `cpu` of it and LocalQueue `lq`, and Job `first` (one
+    /// cpu) admitted and running; returns the ClusterQueue.
+    async fn first_job_running(&mut self, cpu: &str) -> String {
+        let flavor = self.flavor("on-demand").await;
+        let cq = self
+            .cluster_queue("cq", &[(flavor.as_str(), cpu)], json!({}))
+            .await;
+        self.local_queue("lq", &cq).await;
+        self.submit(&TestJob::new("first", "lq", "1").keep_running());
+        self.wait_for_workload("first", "admitted", is_admitted)
+            .await;
+        self.wait_until_running("first").await;
+        cq
+    }
+
     /// Runs kubectl in the test namespace, feeding `stdin`; returns stdout, fails on an error.
     fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> String {
         let mut command: Command = self.cluster.kubectl();
@@ -1060,15 +1075,7 @@ fn set_active(env: &Env, workload: &str, active: bool) {
 #[tokio::test]
 async fn a_deactivated_job_stops_and_frees_its_quota_and_runs_again_once_reactivated() {
     let mut env = env().await;
-    let flavor = env.flavor("on-demand").await;
-    let cq = env
-        .cluster_queue("cq", &[(flavor.as_str(), "1")], json!({}))
-        .await;
-    env.local_queue("lq", &cq).await;
-    env.submit(&TestJob::new("first", "lq", "1").keep_running());
-    env.wait_for_workload("first", "admitted", is_admitted)
-        .await;
-    env.wait_until_running("first").await;
+    env.first_job_running("1").await;
     env.submit(&TestJob::new("second", "lq", "1").keep_running());
     env.wait_for_workload("second", "waiting for quota", waiting_for_quota)
         .await;
@@ -1154,6 +1161,115 @@ async fn a_deactivated_job_stops_and_frees_its_quota_and_runs_again_once_reactiv
     for job in ["first", "second"] {
         env.wait_for_job(job, "complete", job_is_complete).await;
         env.wait_for_workload(job, "finished", is_finished).await;
+    }
+    env.cleanup().await;
+}
+
+/// Sets a queue's `spec.stopPolicy` with `kubectl patch`, as a platform engineer would.
+fn set_stop_policy(env: &Env, kind: &str, name: &str, policy: &str) {
+    let patch = json!({"spec": {"stopPolicy": policy}}).to_string();
+    let out = env.kubectl(&["patch", kind, name, "--type=merge", "-p", &patch], None);
+    assert_eq!(out.trim(), format!("{kind}.kueue.x-k8s.io/{name} patched"));
+}
+
+fn requeued_false_by(reason: &'static str) -> impl Fn(&Workload) -> bool {
+    move |w| {
+        condition(w, "Requeued").is_some_and(|c| c.status == "False" && c.reason == reason)
+            && condition(w, "QuotaReserved").is_some_and(|c| c.status == "False")
+    }
+}
+
+#[tokio::test]
+async fn stopped_queues_hold_or_drain_and_requeue_their_workloads_once_restarted() {
+    let mut env = env().await;
+    let cq = env.first_job_running("2").await;
+
+    // Hold: what runs keeps running, what comes waits.
+    set_stop_policy(&env, "localqueue", "lq", "Hold");
+    env.submit(&TestJob::new("second", "lq", "1").keep_running());
+    let held = env
+        .wait_for_workload("second", "held", |w| {
+            condition(w, "QuotaReserved").is_some_and(|c| c.reason == "Suspended")
+        })
+        .await;
+    assert_eq!(
+        condition_triple(&held, "QuotaReserved"),
+        Some((
+            "False".into(),
+            "Suspended".into(),
+            "LocalQueue lq is stopped".into()
+        ))
+    );
+    assert!(is_admitted(&env.workload("first").await));
+
+    // HoldAndDrain: what runs is evicted and stopped.
+    set_stop_policy(&env, "localqueue", "lq", "HoldAndDrain");
+    let drained = env
+        .wait_for_workload("first", "drained", requeued_false_by("LocalQueueStopped"))
+        .await;
+    assert_eq!(
+        condition_triple(&drained, "Evicted"),
+        Some((
+            "True".into(),
+            "LocalQueueStopped".into(),
+            "The LocalQueue is stopped".into()
+        ))
+    );
+    env.wait_for_job("first", "suspended", is_suspended).await;
+    env.wait_until_pods_gone("first").await;
+
+    // Running again, the LocalQueue requeues what it drained, and both run.
+    set_stop_policy(&env, "localqueue", "lq", "None");
+    let restarted = env
+        .wait_for_workload("first", "requeued and admitted", |w| {
+            is_admitted(w) && condition(w, "Requeued").is_some_and(|c| c.status == "True")
+        })
+        .await;
+    assert_eq!(
+        condition_triple(&restarted, "Requeued"),
+        Some((
+            "True".into(),
+            "LocalQueueRestarted".into(),
+            "The LocalQueue was restarted after being stopped".into()
+        ))
+    );
+    env.wait_for_workload("second", "admitted", is_admitted)
+        .await;
+
+    // The same through the ClusterQueue.
+    set_stop_policy(&env, "clusterqueue", &cq, "HoldAndDrain");
+    for job in ["first", "second"] {
+        let drained = env
+            .wait_for_workload(job, "drained", requeued_false_by("ClusterQueueStopped"))
+            .await;
+        assert_eq!(
+            condition_triple(&drained, "Evicted"),
+            Some((
+                "True".into(),
+                "ClusterQueueStopped".into(),
+                "The ClusterQueue is stopped".into()
+            ))
+        );
+    }
+    set_stop_policy(&env, "clusterqueue", &cq, "None");
+    for job in ["first", "second"] {
+        let restarted = env
+            .wait_for_workload(job, "requeued and admitted", |w| {
+                is_admitted(w) && condition(w, "Requeued").is_some_and(|c| c.status == "True")
+            })
+            .await;
+        assert_eq!(
+            condition_triple(&restarted, "Requeued"),
+            Some((
+                "True".into(),
+                "ClusterQueueRestarted".into(),
+                "The ClusterQueue was restarted after being stopped".into()
+            ))
+        );
+        env.finish(job).await;
+    }
+    for job in ["first", "second"] {
+        env.wait_for_job(job, "complete", job_is_complete).await;
     }
     env.cleanup().await;
 }

@@ -411,21 +411,6 @@ pub fn reconcile_decision(input: &JobInput<'_>) -> Result<JobAction, DecisionErr
         }
     }
 
-    // A Workload marked for deactivation (its requeuing limit reached) is deactivated; the
-    // admitter then evicts it. Kueue's workload controller does this.
-    if workload.spec.is_active()
-        && workload
-            .true_condition(condition::DEACTIVATION_TARGET)
-            .is_some()
-    {
-        let mut spec = workload.spec.clone();
-        spec.active = Some(false);
-        return Ok(JobAction::UpdateWorkloadSpec {
-            spec: Box::new(spec),
-            event: None,
-        });
-    }
-
     // 7. waitForPodsReady: the PodsReady condition, then the timeout.
     let mut recheck_after = None;
     if let Some(wait) = &settings.wait_for_pods_ready {

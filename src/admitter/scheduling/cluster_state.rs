@@ -17,6 +17,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{LimitRange, Namespace};
 use kube::ResourceExt;
 
+use crate::admitter::writers::workload_status::Requeue;
 use crate::api::constants::{condition, reason};
 use crate::api::v1beta2 as api;
 use crate::k8s::quantity::{QuantityError, format_quantity};
@@ -150,8 +151,10 @@ pub struct Converted {
     /// Keys of inactive workloads not yet evicted for it (or with a requeue state or a
     /// deactivation target left to clear).
     pub deactivations: Vec<String>,
-    /// Keys of active workloads still `Requeued=False` from a deactivation.
-    pub reactivations: Vec<String>,
+    /// Keys of active workloads marked `DeactivationTarget=True`, to be made inactive.
+    pub deactivation_targets: Vec<String>,
+    /// Active workloads still `Requeued=False` for a reason that no longer holds.
+    pub requeues: Vec<(String, Requeue)>,
     /// Workloads holding quota whose AdmissionChecks decided, with what follows.
     pub check_outcomes: Vec<(String, CheckOutcome)>,
 }
@@ -268,6 +271,14 @@ pub fn convert_cached(
     cache: &mut WorkloadCache,
 ) -> Converted {
     let references = state.references();
+    let stopped_cluster_queues: HashMap<String, bool> = state
+        .cluster_queues
+        .iter()
+        .map(|cq| {
+            let stopped = from_api::stop_policy(cq.spec.stop_policy) != StopPolicy::None;
+            (cq.name_any(), stopped)
+        })
+        .collect();
     let namespace_labels: BTreeMap<String, Arc<BTreeMap<String, String>>> = state
         .namespaces
         .iter()
@@ -321,13 +332,18 @@ pub fn convert_cached(
     let mut previous = std::mem::take(&mut cache.entries);
     let mut next_cache = HashMap::with_capacity(state.workloads.len());
     for object in &state.workloads {
-        if let Some(step) = activation_step(object) {
+        let targeted = object.spec.is_active()
+            && object
+                .true_condition(condition::DEACTIVATION_TARGET)
+                .is_some();
+        if targeted || needs_deactivation(object) {
             let key = previous
                 .get(&address(object))
                 .map_or_else(|| workload_key(object), |cached| cached.key.clone());
-            match step {
-                ActivationStep::Deactivate => converted.deactivations.push(key),
-                ActivationStep::Reactivate => converted.reactivations.push(key),
+            if targeted {
+                converted.deactivation_targets.push(key);
+            } else {
+                converted.deactivations.push(key);
             }
         }
         // Finished workloads never reach the store; what is left to ignore costs only this check.
@@ -362,6 +378,10 @@ pub fn convert_cached(
             .as_deref()
             .map(|name| LocalQueueRef::new(namespace, name));
         let queue_object = local_queue.as_ref().and_then(|lq| local_queues.get(lq));
+        if let Some(requeue) = requeue_step(object, queue_object.copied(), &stopped_cluster_queues)
+        {
+            converted.requeues.push((key.clone(), requeue));
+        }
         match placement {
             Placement::Ignored => {}
             Placement::HoldsQuota(admission) => {
@@ -520,33 +540,48 @@ fn checks_message(checks: &[&api::AdmissionCheckState], state: &str) -> String {
     format!("{noun} in {state} state: {}", parts.join("; "))
 }
 
-/// What Kueue's workload controller has left to write about `spec.active`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ActivationStep {
-    Deactivate,
-    Reactivate,
+/// Whether an inactive workload is still to be evicted for it, or has a requeue state or a
+/// deactivation target left to clear (Kueue's workload controller).
+fn needs_deactivation(workload: &api::Workload) -> bool {
+    if workload.spec.is_active() || workload.is_condition_true(condition::FINISHED) {
+        return false;
+    }
+    let requeue_state = workload
+        .status
+        .as_ref()
+        .is_some_and(|status| status.requeue_state.is_some());
+    !workload.is_condition_true(condition::EVICTED)
+        || requeue_state
+        || workload.condition(condition::DEACTIVATION_TARGET).is_some()
 }
 
-fn activation_step(workload: &api::Workload) -> Option<ActivationStep> {
-    if workload.is_condition_true(condition::FINISHED) {
+/// The requeue due to an active workload whose `Requeued=False` reason no longer holds: it
+/// was deactivated, or its LocalQueue or that queue's ClusterQueue (`stopped_cluster_queues`:
+/// whether each is stopped) was stopped and is no longer.
+fn requeue_step(
+    workload: &api::Workload,
+    local_queue: Option<&api::LocalQueue>,
+    stopped_cluster_queues: &HashMap<String, bool>,
+) -> Option<Requeue> {
+    if !workload.spec.is_active() || workload.is_condition_true(condition::FINISHED) {
         return None;
     }
-    if !workload.spec.is_active() {
-        let requeue_state = workload
-            .status
-            .as_ref()
-            .is_some_and(|status| status.requeue_state.is_some());
-        let done = workload.is_condition_true(condition::EVICTED)
-            && !requeue_state
-            && workload.condition(condition::DEACTIVATION_TARGET).is_none();
-        return (!done).then_some(ActivationStep::Deactivate);
-    }
-    workload
+    let requeued = workload
         .condition(condition::REQUEUED)
-        .is_some_and(|requeued| {
-            requeued.status == "False" && requeued.reason == reason::DEACTIVATED
-        })
-        .then_some(ActivationStep::Reactivate)
+        .filter(|requeued| requeued.status == "False")?;
+    let running = |policy| from_api::stop_policy(policy) == StopPolicy::None;
+    match requeued.reason.as_str() {
+        reason::DEACTIVATED => Some(Requeue::Reactivated),
+        reason::LOCAL_QUEUE_STOPPED => local_queue
+            .filter(|lq| running(lq.spec.stop_policy))
+            .map(|_| Requeue::LocalQueueRestarted),
+        reason::CLUSTER_QUEUE_STOPPED => {
+            let cluster_queue = local_queue?.spec.cluster_queue.as_deref()?;
+            (stopped_cluster_queues.get(cluster_queue) == Some(&false))
+                .then_some(Requeue::ClusterQueueRestarted)
+        }
+        _ => None,
+    }
 }
 
 /// What a workload's conversion reads besides the workload.

@@ -53,7 +53,8 @@ pub(super) enum UpdateKind {
     Admit,
     Pending,
     Evict,
-    /// What the AdmissionChecks decided: `Admitted`, or the deactivation target.
+    /// What the AdmissionChecks decided (`Admitted`, the deactivation target), or the
+    /// deactivation a target calls for.
     Checks,
 }
 
@@ -61,12 +62,14 @@ impl UpdateKind {
     pub(super) fn of(update: &Update) -> Self {
         match update {
             Update::Admit { .. } => Self::Admit,
-            Update::ChecksReady | Update::ChecksRejected { .. } => Self::Checks,
+            Update::ChecksReady | Update::ChecksRejected { .. } | Update::MarkInactive => {
+                Self::Checks
+            }
             Update::Pending { .. } => Self::Pending,
             // An eviction when the workload holds quota; otherwise tracked by nothing.
             Update::Evict { .. } | Update::Deactivate => Self::Evict,
             // A condition of a pending workload: an admission may overtake it.
-            Update::Reactivate => Self::Pending,
+            Update::Requeue(_) => Self::Pending,
         }
     }
 }

@@ -360,8 +360,12 @@ impl Scheduler {
             }
             self.dispatcher.dispatch(key.clone(), Update::Deactivate);
         }
-        for key in &converted.reactivations {
-            self.dispatcher.dispatch(key.clone(), Update::Reactivate);
+        for key in &converted.deactivation_targets {
+            self.dispatcher.dispatch(key.clone(), Update::MarkInactive);
+        }
+        for (key, requeue) in &converted.requeues {
+            self.dispatcher
+                .dispatch(key.clone(), Update::Requeue(*requeue));
         }
         for (key, outcome) in &converted.check_outcomes {
             let update = match outcome {

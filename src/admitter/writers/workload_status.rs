@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Patch, PatchParams};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -104,8 +105,51 @@ pub enum Update {
     /// evicted (see [`deactivation`]) unless it already is, its `DeactivationTarget` condition
     /// and `requeueState` cleared.
     Deactivate,
-    /// A workload active again after a deactivation: `Requeued=True` reason `Reactivated`.
-    Reactivate,
+    /// A workload `Requeued=False` for a reason that no longer holds: `Requeued=True`.
+    Requeue(Requeue),
+    /// An active workload marked `DeactivationTarget=True` (its requeuing limit reached, an
+    /// AdmissionCheck rejected it): `spec.active=false`, written to the spec; its eviction
+    /// follows as for any inactive workload.
+    MarkInactive,
+}
+
+/// Why a workload left `Requeued=False` by an eviction is requeued, once what held it back is
+/// gone (Kueue's workload controller).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Requeue {
+    /// It is active again after a deactivation.
+    Reactivated,
+    /// Its LocalQueue is no longer stopped.
+    LocalQueueRestarted,
+    /// Its ClusterQueue is no longer stopped.
+    ClusterQueueRestarted,
+}
+
+impl Requeue {
+    /// The `Requeued=False` reason this requeue ends.
+    pub fn held_by(self) -> &'static str {
+        match self {
+            Self::Reactivated => reason::DEACTIVATED,
+            Self::LocalQueueRestarted => reason::LOCAL_QUEUE_STOPPED,
+            Self::ClusterQueueRestarted => reason::CLUSTER_QUEUE_STOPPED,
+        }
+    }
+
+    fn reason(self) -> &'static str {
+        match self {
+            Self::Reactivated => reason::REACTIVATED,
+            Self::LocalQueueRestarted => reason::LOCAL_QUEUE_RESTARTED,
+            Self::ClusterQueueRestarted => reason::CLUSTER_QUEUE_RESTARTED,
+        }
+    }
+
+    fn message(self) -> &'static str {
+        match self {
+            Self::Reactivated => "The workload was reactivated",
+            Self::LocalQueueRestarted => "The LocalQueue was restarted after being stopped",
+            Self::ClusterQueueRestarted => "The ClusterQueue was restarted after being stopped",
+        }
+    }
 }
 
 /// The `Evicted` reason, message and eviction cause of deactivating `workload`: `Deactivated`,
@@ -324,18 +368,20 @@ impl Update {
                     .retain(|c| c.type_ != condition::DEACTIVATION_TARGET);
                 status.requeue_state = None;
             }
-            Update::Reactivate => {
+            // Not a status change: see `Applier::mark_inactive`.
+            Update::MarkInactive => {}
+            Update::Requeue(requeue) => {
                 if !workload.spec.is_active() {
                     return Err(Skip::Deactivated);
                 }
-                let deactivated = workload
+                let held = workload
                     .condition(condition::REQUEUED)
-                    .is_some_and(|c| c.status == "False" && c.reason == reason::DEACTIVATED);
-                if deactivated {
+                    .is_some_and(|c| c.status == "False" && c.reason == requeue.held_by());
+                if held {
                     set_condition(
                         &mut status.conditions,
-                        new_condition(condition::REQUEUED, true, reason::REACTIVATED)
-                            .message("The workload was reactivated")
+                        new_condition(condition::REQUEUED, true, requeue.reason())
+                            .message(requeue.message())
                             .generation(generation)
                             .at(now),
                     );
@@ -486,6 +532,37 @@ pub fn now() -> Timestamp {
     Timestamp::from_second(now.as_second()).unwrap_or(now)
 }
 
+/// Sets `spec.active=false` on a workload still active with `DeactivationTarget=True`, guarded
+/// by its `resourceVersion` (a conflict is retried by the next pass).
+async fn mark_inactive(api: &Api<api::Workload>, workload: &api::Workload) -> Outcome {
+    let targeted = workload
+        .true_condition(condition::DEACTIVATION_TARGET)
+        .is_some();
+    if !workload.spec.is_active() || !targeted {
+        return Outcome::Unchanged;
+    }
+    let body = serde_json::json!({
+        "metadata": {"resourceVersion": workload.resource_version()},
+        "spec": {"active": false},
+    });
+    match api
+        .patch(
+            &workload.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&body),
+        )
+        .await
+    {
+        Ok(written) => Outcome::Written {
+            resource_version: written.resource_version(),
+        },
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            Outcome::Skipped("the workload is gone".to_owned())
+        }
+        Err(error) => Outcome::Failed(error.to_string()),
+    }
+}
+
 /// How applying an update ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -600,7 +677,8 @@ impl Applier {
             | Update::ChecksRejected { .. }
             | Update::Evict { .. }
             | Update::Deactivate
-            | Update::Reactivate => &self.permits,
+            | Update::Requeue(_)
+            | Update::MarkInactive => &self.permits,
         };
         let Ok(_permit) = permits.acquire().await else {
             return (
@@ -619,6 +697,9 @@ impl Applier {
                 Err(error) => return (Outcome::Failed(error.to_string()), None),
             },
         };
+        if *update == Update::MarkInactive {
+            return (mark_inactive(&api, &workload).await, None);
+        }
         for _ in 0..MAX_ATTEMPTS {
             let now = now();
             let status = match update.status(&workload, now) {
@@ -763,7 +844,7 @@ impl Applier {
                     .await;
                 }
             }
-            Update::Reactivate => {}
+            Update::Requeue(_) | Update::MarkInactive => {}
         }
     }
 

@@ -312,6 +312,13 @@ fn inactive_workloads_are_deactivated_until_evicted_and_reactivated_ones_requeue
             .queue("lq")
             .inactive()
             .condition("Finished", "True", "Succeeded", "done", 120),
+        workload("team-a", "targeted").queue("lq").condition(
+            "DeactivationTarget",
+            "True",
+            "RequeuingLimitExceeded",
+            "limit",
+            130,
+        ),
     ]
     .into_iter()
     .map(|builder| Arc::new(builder.build()))
@@ -327,7 +334,11 @@ fn inactive_workloads_are_deactivated_until_evicted_and_reactivated_ones_requeue
             "team-a/stopped-targeted",
         ]
     );
-    assert_eq!(converted.reactivations, vec!["team-a/resumed"]);
+    assert_eq!(converted.deactivation_targets, vec!["team-a/targeted"]);
+    assert_eq!(
+        converted.requeues,
+        vec![("team-a/resumed".to_owned(), Requeue::Reactivated)]
+    );
     // Deactivated workloads hold their quota until their jobs stop; inactive ones never wait.
     let holders: Vec<&str> = converted
         .holders
@@ -343,7 +354,57 @@ fn inactive_workloads_are_deactivated_until_evicted_and_reactivated_ones_requeue
         .iter()
         .map(|pending| pending.workload.key.as_str())
         .collect();
-    assert_eq!(pending, vec!["team-a/resumed", "team-a/requeued"]);
+    assert_eq!(
+        pending,
+        vec!["team-a/resumed", "team-a/requeued", "team-a/targeted"]
+    );
+}
+
+#[test]
+fn workloads_held_back_by_a_stopped_queue_are_requeued_once_it_runs_again() {
+    let mut state = state();
+    state.local_queues.push(Arc::new(stopped_local_queue(
+        "team-a", "held", "cq", "Hold",
+    )));
+    state
+        .local_queues
+        .push(Arc::new(local_queue("team-a", "to-stopped", "stopped")));
+    state.cluster_queues.push(Arc::new(
+        cluster_queue("stopped")
+            .spec("stopPolicy", json!("HoldAndDrain"))
+            .build(),
+    ));
+    let held = |name: &str, queue: &str, reason: &str| {
+        workload("team-a", name)
+            .queue(queue)
+            .pod_set("main", 1, json!({"cpu": "1"}))
+            .condition("Requeued", "False", reason, "stopped", 120)
+    };
+    state.workloads = [
+        held("lq-restarted", "lq", "LocalQueueStopped"),
+        held("lq-still-held", "held", "LocalQueueStopped"),
+        held("cq-restarted", "lq", "ClusterQueueStopped"),
+        held("cq-still-stopped", "to-stopped", "ClusterQueueStopped"),
+        held("preempted", "lq", "Preempted"),
+        held("lq-restarted-inactive", "lq", "LocalQueueStopped").inactive(),
+    ]
+    .into_iter()
+    .map(|builder| Arc::new(builder.build()))
+    .collect();
+    let converted = convert(&state, &ConversionOptions::default());
+    assert_eq!(
+        converted.requeues,
+        vec![
+            (
+                "team-a/lq-restarted".to_owned(),
+                Requeue::LocalQueueRestarted
+            ),
+            (
+                "team-a/cq-restarted".to_owned(),
+                Requeue::ClusterQueueRestarted
+            ),
+        ]
+    );
 }
 
 #[test]

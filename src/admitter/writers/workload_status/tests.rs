@@ -453,7 +453,7 @@ fn reactivation_requeues_a_workload_requeued_false_by_its_deactivation() {
         )
         .build();
     assert_eq!(
-        applied(&Update::Reactivate, &object, 300),
+        applied(&Update::Requeue(Requeue::Reactivated), &object, 300),
         json!({
             "conditions": [
                 api_condition("Evicted", "True", "Deactivated", "The workload is deactivated", 200),
@@ -465,10 +465,13 @@ fn reactivation_requeues_a_workload_requeued_false_by_its_deactivation() {
         .queue("lq")
         .condition("Requeued", "False", "PodsReadyTimeout", "Exceeded", 210)
         .build();
-    assert_eq!(Update::Reactivate.status(&preempted, ts(300)), Ok(None));
+    assert_eq!(
+        Update::Requeue(Requeue::Reactivated).status(&preempted, ts(300)),
+        Ok(None)
+    );
     let still_inactive = workload("ns", "wl").queue("lq").inactive().build();
     assert_eq!(
-        Update::Reactivate.status(&still_inactive, ts(300)),
+        Update::Requeue(Requeue::Reactivated).status(&still_inactive, ts(300)),
         Err(Skip::Deactivated)
     );
 }
@@ -545,5 +548,28 @@ fn ready_checks_admit_and_rejected_ones_mark_the_workload_for_deactivation() {
     assert_eq!(
         rejected.status(&released, ts(300)),
         Err(Skip::NoReservation)
+    );
+}
+
+#[test]
+fn a_restarted_queue_requeues_what_its_stop_held_back() {
+    let object = workload("ns", "wl")
+        .queue("lq")
+        .condition(
+            "Requeued",
+            "False",
+            "ClusterQueueStopped",
+            "The ClusterQueue is stopped",
+            210,
+        )
+        .build();
+    let restarted = Update::Requeue(Requeue::ClusterQueueRestarted);
+    assert_eq!(
+        applied(&restarted, &object, 300)["conditions"],
+        json!([{"type": "Requeued", "status": "True", "reason": "ClusterQueueRestarted", "message": "The ClusterQueue was restarted after being stopped", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)}])
+    );
+    assert_eq!(
+        Update::Requeue(Requeue::LocalQueueRestarted).status(&object, ts(300)),
+        Ok(None)
     );
 }
