@@ -7,6 +7,7 @@
 
 mod common {
     pub mod admitted;
+    pub mod dev_tools;
     pub mod json;
     pub mod kueue;
     pub mod timestamp;
@@ -38,6 +39,7 @@ use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
 use common::admitted::is_admitted;
+use common::dev_tools::dev_script;
 use common::json::from_json;
 use common::kueue::{create_cluster_queue, create_flavor, create_local_queue, install_kueue_crds};
 use common::workload::condition;
@@ -346,6 +348,28 @@ impl Env {
             // Shown with `--nocapture`: what a user sees.
             println!("$ kubectl {}\n{stdout}", args.join(" "));
         }
+        stdout
+    }
+
+    /// Runs Kueue's own kubectl plugin (`kubectl kueue`, built from the pinned release) in the
+    /// test namespace; returns stdout, fails on an error.
+    fn kueuectl(&self, args: &[&str]) -> String {
+        static PLUGIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+        let plugin = PLUGIN.get_or_init(|| dev_script("dev/kueue/build.sh", &["kueuectl"]));
+        let output = Command::new(plugin)
+            .arg("--kubeconfig")
+            .arg(self.cluster.plane().kubeconfig())
+            .args(["-n", self.ns.name()])
+            .args(args)
+            .output()
+            .expect("run kubectl-kueue");
+        assert!(
+            output.status.success(),
+            "kubectl kueue {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        println!("$ kubectl kueue {}\n{stdout}", args.join(" "));
         stdout
     }
 
@@ -1059,19 +1083,6 @@ async fn a_higher_priority_job_preempts_a_lower_one_whose_job_is_suspended_again
     env.cleanup().await;
 }
 
-/// What `kubectl kueue stop workload` and `resume workload` do: set `spec.active`.
-fn set_active(env: &Env, workload: &str, active: bool) {
-    let patch = json!({"spec": {"active": active}}).to_string();
-    let out = env.kubectl(
-        &["patch", "workload", workload, "--type=merge", "-p", &patch],
-        None,
-    );
-    assert_eq!(
-        out.trim(),
-        format!("workload.kueue.x-k8s.io/{workload} patched")
-    );
-}
-
 #[tokio::test]
 async fn a_deactivated_job_stops_and_frees_its_quota_and_runs_again_once_reactivated() {
     let mut env = env().await;
@@ -1081,7 +1092,11 @@ async fn a_deactivated_job_stops_and_frees_its_quota_and_runs_again_once_reactiv
         .await;
 
     let first = env.workload_name("first").await;
-    set_active(&env, &first, false);
+    let out = env.kueuectl(&["stop", "workload", &first]);
+    assert_eq!(
+        out.trim(),
+        format!("workload.kueue.x-k8s.io/{first} stopped")
+    );
     let deactivated = "The workload is deactivated";
     let stopped = env
         .wait_for_workload("first", "evicted and released", |w| {
@@ -1131,7 +1146,11 @@ async fn a_deactivated_job_stops_and_frees_its_quota_and_runs_again_once_reactiv
         Some(("False".into(), "Pending".into(), deactivated.into()))
     );
 
-    set_active(&env, &first, true);
+    let out = env.kueuectl(&["resume", "workload", &first]);
+    assert_eq!(
+        out.trim(),
+        format!("workload.kueue.x-k8s.io/{first} resumed")
+    );
     let requeued = env
         .wait_for_workload("first", "requeued, waiting for quota", |w| {
             waiting_for_quota(w) && condition(w, "Requeued").is_some_and(|c| c.status == "True")
@@ -1165,11 +1184,14 @@ async fn a_deactivated_job_stops_and_frees_its_quota_and_runs_again_once_reactiv
     env.cleanup().await;
 }
 
-/// Sets a queue's `spec.stopPolicy` with `kubectl patch`, as a platform engineer would.
-fn set_stop_policy(env: &Env, kind: &str, name: &str, policy: &str) {
-    let patch = json!({"spec": {"stopPolicy": policy}}).to_string();
-    let out = env.kubectl(&["patch", kind, name, "--type=merge", "-p", &patch], None);
-    assert_eq!(out.trim(), format!("{kind}.kueue.x-k8s.io/{name} patched"));
+/// Stops (`Hold` with `--keep-already-running`, else `HoldAndDrain`) or resumes a queue with
+/// Kueue's kubectl plugin, as a platform engineer would; it names the queue it changed (with
+/// no verb, unlike for workloads).
+fn kueuectl_queue(env: &Env, verb: &str, kind: &str, name: &str, flags: &[&str]) {
+    let mut args = vec![verb, kind, name];
+    args.extend_from_slice(flags);
+    let out = env.kueuectl(&args);
+    assert_eq!(out.trim(), format!("{kind}.kueue.x-k8s.io/{name}"));
 }
 
 fn requeued_false_by(reason: &'static str) -> impl Fn(&Workload) -> bool {
@@ -1185,7 +1207,13 @@ async fn stopped_queues_hold_or_drain_and_requeue_their_workloads_once_restarted
     let cq = env.first_job_running("2").await;
 
     // Hold: what runs keeps running, what comes waits.
-    set_stop_policy(&env, "localqueue", "lq", "Hold");
+    kueuectl_queue(
+        &env,
+        "stop",
+        "localqueue",
+        "lq",
+        &["--keep-already-running"],
+    );
     env.submit(&TestJob::new("second", "lq", "1").keep_running());
     let held = env
         .wait_for_workload("second", "held", |w| {
@@ -1203,7 +1231,7 @@ async fn stopped_queues_hold_or_drain_and_requeue_their_workloads_once_restarted
     assert!(is_admitted(&env.workload("first").await));
 
     // HoldAndDrain: what runs is evicted and stopped.
-    set_stop_policy(&env, "localqueue", "lq", "HoldAndDrain");
+    kueuectl_queue(&env, "stop", "localqueue", "lq", &[]);
     let drained = env
         .wait_for_workload("first", "drained", requeued_false_by("LocalQueueStopped"))
         .await;
@@ -1219,7 +1247,7 @@ async fn stopped_queues_hold_or_drain_and_requeue_their_workloads_once_restarted
     env.wait_until_pods_gone("first").await;
 
     // Running again, the LocalQueue requeues what it drained, and both run.
-    set_stop_policy(&env, "localqueue", "lq", "None");
+    kueuectl_queue(&env, "resume", "localqueue", "lq", &[]);
     let restarted = env
         .wait_for_workload("first", "requeued and admitted", |w| {
             is_admitted(w) && condition(w, "Requeued").is_some_and(|c| c.status == "True")
@@ -1237,7 +1265,7 @@ async fn stopped_queues_hold_or_drain_and_requeue_their_workloads_once_restarted
         .await;
 
     // The same through the ClusterQueue.
-    set_stop_policy(&env, "clusterqueue", &cq, "HoldAndDrain");
+    kueuectl_queue(&env, "stop", "clusterqueue", &cq, &[]);
     for job in ["first", "second"] {
         let drained = env
             .wait_for_workload(job, "drained", requeued_false_by("ClusterQueueStopped"))
@@ -1251,7 +1279,7 @@ async fn stopped_queues_hold_or_drain_and_requeue_their_workloads_once_restarted
             ))
         );
     }
-    set_stop_policy(&env, "clusterqueue", &cq, "None");
+    kueuectl_queue(&env, "resume", "clusterqueue", &cq, &[]);
     for job in ["first", "second"] {
         let restarted = env
             .wait_for_workload(job, "requeued and admitted", |w| {

@@ -9,6 +9,8 @@
 #   build.sh manager  Kueue's manager (cmd/kueue, what Kueue's image runs), for
 #                     benches/webhook_latency.rs to measure its webhooks beside Kuota's; prints
 #                     the binary's path.
+#   build.sh kueuectl Kueue's kubectl plugin (cmd/kueuectl, installed as `kubectl-kueue`), which
+#                     tests/system_e2e.rs runs against Kuota; prints the binary's path.
 # Cached outside the clone, keyed by the pins (and the oracle's source); only Kueue's code from
 # the module proxy and our oracle are compiled, and nothing of Kueue is committed.
 set -euo pipefail
@@ -70,8 +72,11 @@ case "$target" in
   manager)
     cached_binary kueue sigs.k8s.io/kueue/cmd/kueue "Kueue's manager"
     ;;
+  kueuectl)
+    cached_binary kubectl-kueue sigs.k8s.io/kueue/cmd/kueuectl "Kueue's kubectl plugin"
+    ;;
   *)
-    echo "usage: $0 [oracle|manager]" >&2
+    echo "usage: $0 [oracle|manager|kueuectl]" >&2
     exit 2
     ;;
 esac
