@@ -23,10 +23,13 @@ use std::sync::{
 };
 use std::time::Duration;
 
+use futures::FutureExt;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
+use kuota::admitter::jobs::run_job_controllers;
 use kuota::admitter::run_scheduler;
 use kuota::api::v1beta2::{ClusterQueue, LocalQueue, ResourceFlavor, Workload};
 use kuota::config::{Configuration, LoadOptions};
@@ -1045,6 +1048,149 @@ async fn block_admission_admits_the_next_workload_once_the_admitted_one_is_pods_
     .await;
     env.wait_until("admitted", "second", is_admitted).await;
     scheduler.stop().await;
+    env.cleanup().await;
+}
+
+/// A Configuration whose waitForPodsReady gives up quickly: 3 s to get pods ready, a 1 s
+/// backoff, and one requeue before deactivation.
+const IMPATIENT: &str = r#"
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+leaderElection: {leaderElect: false}
+waitForPodsReady:
+  timeout: 3s
+  requeuingStrategy: {backoffLimitCount: 1, backoffBaseSeconds: 1, backoffMaxSeconds: 2}
+"#;
+
+#[tokio::test]
+async fn a_job_whose_pods_never_get_ready_is_requeued_then_deactivated_past_its_limit() {
+    let mut env = env().await;
+    let flavor = env.flavor("default").await;
+    let cq = env.cluster_queue("cq", &flavor, "1", json!({})).await;
+    env.local_queue("lq", &cq).await;
+    let config =
+        Arc::new(Configuration::from_yaml(IMPATIENT, &LoadOptions::default()).expect("config"));
+    let (stores, drivers) = Stores::new(&env.client);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let stopped = async {
+        let _ = stopped.await;
+    }
+    .shared();
+    let admitter = tokio::spawn({
+        let (client, metrics) = (env.client.clone(), Arc::new(MetricsRegistry::new()));
+        let (config, stores, stopped) = (Arc::clone(&config), stores.clone(), stopped.clone());
+        async move {
+            tokio::select! {
+                () = drivers.run() => {}
+                () = run_job_controllers(client.clone(), Arc::clone(&config), stores.clone(), stopped.clone()) => {}
+                result = run_scheduler(client, config, stores, metrics, stopped) => {
+                    result.expect("the stores sync");
+                }
+            }
+        }
+    });
+
+    // Its one pod asks for a node that does not exist, so it never gets ready.
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), env.ns.name());
+    let job: Job = from_json(json!({
+        "metadata": {"name": "stuck", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {
+            "suspend": true,
+            "template": {"spec": {
+                "restartPolicy": "Never",
+                "nodeSelector": {"kuota.test/nowhere": "true"},
+                "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+            }},
+        },
+    }));
+    let job = jobs
+        .create(&PostParams::default(), &job)
+        .await
+        .expect("create job");
+    let name = kuota::jobs::workload_name("Job", "batch", "stuck", &job.uid().expect("uid"));
+
+    let timeout = format!("Exceeded the PodsReady timeout {}/{name}", env.ns.name());
+    env.wait_until(
+        "evicted after its pods were not ready in time",
+        &name,
+        |w| condition(w, "Evicted").is_some_and(|c| c.reason == "PodsReadyTimeout"),
+    )
+    .await;
+    let evicted = env.get(&name).await;
+    assert_eq!(
+        condition(&evicted, "Evicted").map(|c| c.message.as_str()),
+        Some(timeout.as_str())
+    );
+    assert_eq!(
+        evicted
+            .status
+            .as_ref()
+            .and_then(|status| status.requeue_state.as_ref())
+            .and_then(|state| state.count),
+        Some(1)
+    );
+
+    // Requeued after its backoff and admitted again, it times out once more: past its limit
+    // of one requeue it is deactivated, and its job stays suspended.
+    let limit = "exceeding the maximum number of re-queuing retries";
+    env.wait_until("deactivated", &name, |w| {
+        w.spec.active == Some(false)
+            && condition(w, "Evicted")
+                .is_some_and(|c| c.status == "True" && c.reason.starts_with("Deactivated"))
+            && condition(w, "QuotaReserved").is_some_and(|c| c.status == "False")
+    })
+    .await;
+    let deactivated = env.get(&name).await;
+    let summary = |type_: &str| {
+        condition(&deactivated, type_)
+            .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+    };
+    let message = format!("The workload is deactivated due to {limit}");
+    assert_eq!(
+        summary("Evicted"),
+        Some((
+            "True".into(),
+            "DeactivatedDueToRequeuingLimitExceeded".into(),
+            message.clone()
+        ))
+    );
+    assert_eq!(
+        summary("Requeued"),
+        Some((
+            "False".into(),
+            "DeactivatedDueToRequeuingLimitExceeded".into(),
+            message
+        ))
+    );
+    assert_eq!(condition(&deactivated, "DeactivationTarget"), None);
+    let stats = deactivated
+        .status
+        .as_ref()
+        .and_then(|status| status.scheduling_stats.as_ref())
+        .map(|stats| {
+            let mut evictions: Vec<(String, String, i32)> = stats
+                .evictions
+                .iter()
+                .map(|e| (e.reason.clone(), e.underlying_cause.clone(), e.count))
+                .collect();
+            evictions.sort();
+            evictions
+        });
+    assert_eq!(
+        stats,
+        Some(vec![
+            ("Deactivated".into(), "RequeuingLimitExceeded".into(), 1),
+            ("PodsReadyTimeout".into(), "WaitForStart".into(), 1),
+        ])
+    );
+    let job = jobs.get("stuck").await.expect("job");
+    assert_eq!(job.spec.as_ref().and_then(|spec| spec.suspend), Some(true));
+
+    let _ = stop.send(());
+    admitter.await.expect("the admitter ends cleanly");
+    jobs.delete("stuck", &Default::default())
+        .await
+        .expect("delete job");
     env.cleanup().await;
 }
 
