@@ -389,6 +389,9 @@ pub struct AdmitterMetrics {
     pub admitted_workloads: Family<PriorityLabels, Counter>,
     /// `kueue_admission_wait_time_seconds{cluster_queue, priority_class}`.
     pub admission_wait_time: WaitHistogramFamily,
+    /// `kueue_admission_checks_wait_time_seconds{cluster_queue, priority_class}`: from the
+    /// quota reservation to the admission of a workload with AdmissionChecks.
+    pub admission_checks_wait_time: WaitHistogramFamily,
     /// `kueue_cluster_queue_status{cluster_queue, status}`: 1 on the queue's status.
     pub cluster_queue_status: Family<ClusterQueueStatusLabels, Gauge>,
     /// `kueue_evicted_workloads_total{cluster_queue, reason, underlying_cause, priority_class}`.
@@ -416,6 +419,7 @@ impl AdmitterMetrics {
             quota_reserved_wait_time: Family::new_with_constructor(wait_histogram),
             admitted_workloads: Family::default(),
             admission_wait_time: Family::new_with_constructor(wait_histogram),
+            admission_checks_wait_time: Family::new_with_constructor(wait_histogram),
             cluster_queue_status: Family::default(),
             evicted_workloads: Family::default(),
             preempted_workloads: Family::default(),
@@ -452,6 +456,11 @@ impl AdmitterMetrics {
             "kueue_admission_wait_time_seconds",
             "The time between a workload was created or requeued until admission, per cluster_queue",
             metrics.admission_wait_time.clone(),
+        );
+        registry.register(
+            "kueue_admission_checks_wait_time_seconds",
+            "The time from when a workload got the quota reservation until admission, per cluster_queue",
+            metrics.admission_checks_wait_time.clone(),
         );
         registry.register(
             "kueue_cluster_queue_status",
@@ -497,6 +506,14 @@ impl AdmitterMetrics {
         self.quota_reserved_wait_time
             .get_or_create(labels)
             .observe(wait_seconds);
+    }
+
+    /// Records how long an admitted workload waited for its AdmissionChecks after its quota
+    /// reservation.
+    pub fn waited_for_checks(&self, labels: &PriorityLabels, seconds: f64) {
+        self.admission_checks_wait_time
+            .get_or_create(labels)
+            .observe(seconds);
     }
 
     /// Records an admission (with the reservation, or once its AdmissionChecks are ready),
@@ -666,6 +683,7 @@ pub struct LocalQueueMetrics {
     quota_reserved_wait_time: LocalQueueWaitHistogramFamily,
     admitted_workloads: Family<LocalQueuePriorityLabels, Counter>,
     admission_wait_time: LocalQueueWaitHistogramFamily,
+    admission_checks_wait_time: LocalQueueWaitHistogramFamily,
     evicted_workloads: Family<LocalQueueEvictionLabels, Counter>,
     reserving_active_workloads: Family<LocalQueueLabels, Gauge>,
     admitted_active_workloads: Family<LocalQueueLabels, Gauge>,
@@ -684,6 +702,7 @@ impl Default for LocalQueueMetrics {
             quota_reserved_wait_time: Family::new_with_constructor(wait_histogram),
             admitted_workloads: Family::default(),
             admission_wait_time: Family::new_with_constructor(wait_histogram),
+            admission_checks_wait_time: Family::new_with_constructor(wait_histogram),
             evicted_workloads: Family::default(),
             reserving_active_workloads: Family::default(),
             admitted_active_workloads: Family::default(),
@@ -721,6 +740,11 @@ impl LocalQueueMetrics {
             "kueue_local_queue_admission_wait_time_seconds",
             "The time between a workload was created or requeued until admission, per local_queue",
             self.admission_wait_time.clone(),
+        );
+        registry.register(
+            "kueue_local_queue_admission_checks_wait_time_seconds",
+            "The time from when a workload got the quota reservation until admission, per local_queue",
+            self.admission_checks_wait_time.clone(),
         );
         registry.register(
             "kueue_local_queue_evicted_workloads",
@@ -930,6 +954,25 @@ impl LocalQueueMetrics {
             .observe(wait_seconds);
     }
 
+    /// Records how long an admitted workload of an exposed LocalQueue waited for its
+    /// AdmissionChecks after its quota reservation.
+    pub fn waited_for_checks(
+        &self,
+        namespace: &str,
+        name: &str,
+        priority_class: &str,
+        replica_role: ReplicaRole,
+        seconds: f64,
+    ) {
+        let Some(labels) = self.exposed_labels(namespace, name, priority_class, replica_role)
+        else {
+            return;
+        };
+        self.admission_checks_wait_time
+            .get_or_create(&labels)
+            .observe(seconds);
+    }
+
     /// Records an admission, `wait_seconds` after the workload was queued, for an exposed
     /// LocalQueue.
     pub fn admitted(
@@ -1062,6 +1105,7 @@ mod tests {
         };
         admitter.reserved_quota(&labels, 3.0);
         admitter.admitted(&labels, 3.0);
+        admitter.waited_for_checks(&labels, 40.0);
         admitter.set_cluster_queue_status("cq", "active", ReplicaRole::Leader);
         admitter
             .pending_workloads
@@ -1095,6 +1139,8 @@ mod tests {
             "kueue_quota_reserved_workloads_total{cluster_queue=\"cq\",priority_class=\"high\",replica_role=\"leader\"} 1\n",
             "kueue_admission_wait_time_seconds_bucket{le=\"4.0\",cluster_queue=\"cq\",priority_class=\"high\",replica_role=\"leader\"} 1\n",
             "kueue_admission_wait_time_seconds_bucket{le=\"2.0\",cluster_queue=\"cq\",priority_class=\"high\",replica_role=\"leader\"} 0\n",
+            "kueue_admission_checks_wait_time_seconds_bucket{le=\"32.0\",cluster_queue=\"cq\",priority_class=\"high\",replica_role=\"leader\"} 0\n",
+            "kueue_admission_checks_wait_time_seconds_bucket{le=\"64.0\",cluster_queue=\"cq\",priority_class=\"high\",replica_role=\"leader\"} 1\n",
             "kueue_cluster_queue_status{cluster_queue=\"cq\",status=\"active\",replica_role=\"leader\"} 1\n",
             "kueue_cluster_queue_status{cluster_queue=\"cq\",status=\"pending\",replica_role=\"leader\"} 0\n",
             "kueue_pending_workloads{cluster_queue=\"cq\",status=\"inadmissible\",replica_role=\"leader\"} 2\n",

@@ -392,6 +392,7 @@ fn sampled_registry() -> MetricsRegistry {
     };
     admitter.reserved_quota(&priority, 1.0);
     admitter.admitted(&priority, 1.0);
+    admitter.waited_for_checks(&priority, 1.0);
     let status = ClusterQueueStatusLabels {
         cluster_queue: cluster_queue(),
         status: "active",
@@ -461,6 +462,7 @@ fn sampled_registry() -> MetricsRegistry {
     );
     local_queues.reserved_quota("ns", "lq", "", role, 1.0);
     local_queues.admitted("ns", "lq", "", role, 1.0);
+    local_queues.waited_for_checks("ns", "lq", "", role, 1.0);
     local_queues.evicted("ns", "lq", ("Preempted", ""), "", role);
     registry
 }

@@ -875,6 +875,22 @@ impl Applier {
                         .as_secs_f64()
                         .max(0.0)
                 });
+        let checked = written
+            .status
+            .as_ref()
+            .is_some_and(|status| !status.admission_checks.is_empty());
+        if checked {
+            if let Some((namespace, local_queue)) = local_queue_of(written) {
+                self.metrics.local_queues.waited_for_checks(
+                    namespace,
+                    local_queue,
+                    &labels.priority_class,
+                    self.role,
+                    since_reservation,
+                );
+            }
+            self.metrics.waited_for_checks(labels, since_reservation);
+        }
         self.publish(
             written,
             EventType::Normal,
