@@ -272,7 +272,13 @@ impl Env {
 
     /// What the check's controller decides for a Workload: one check's state and message
     /// (written against the latest version, again when Kuota wrote in between).
-    async fn set_check_state(&self, workload: &str, check: &str, state: &str, message: &str) {
+    async fn set_check_state(
+        &self,
+        workload: &str,
+        check: &str,
+        (state, message): (&str, &str),
+        requeue_after_seconds: Option<i32>,
+    ) {
         for _ in 0..20 {
             let current = self.workloads().get(workload).await.expect("get workload");
             let mut checks: Vec<Value> = current
@@ -286,6 +292,9 @@ impl Env {
                     entry["state"] = json!(state);
                     entry["message"] = json!(message);
                     entry["lastTransitionTime"] = json!(common::timestamp::now());
+                    if let Some(seconds) = requeue_after_seconds {
+                        entry["requeueAfterSeconds"] = json!(seconds);
+                    }
                 }
             }
             let body = json!({
@@ -1362,14 +1371,15 @@ async fn admission_checks_gate_admission_retry_evicts_and_rejection_deactivates(
 
     // Ready: admitted, and the job runs.
     let name = reserved.name_any();
-    env.set_check_state(&name, &check, "Ready", "capacity is there")
+    env.set_check_state(&name, &check, ("Ready", "capacity is there"), None)
         .await;
     env.wait_for_workload("checked", "admitted", is_admitted)
         .await;
     env.wait_until_running("checked").await;
 
-    // Retry: evicted, the job stopped, the check back to Pending, and quota reserved again.
-    env.set_check_state(&name, &check, "Retry", "capacity was lost")
+    // Retry, asking for 3 s: evicted, the job stopped, the check back to Pending, and quota
+    // reserved again no earlier than asked.
+    env.set_check_state(&name, &check, ("Retry", "capacity was lost"), Some(3))
         .await;
     let retry =
         format!("Evicted due to AdmissionCheck in Retry state: \"{check}\" (capacity was lost)");
@@ -1396,10 +1406,31 @@ async fn admission_checks_gate_admission_retry_evicts_and_rejection_deactivates(
             "Reset to Pending after eviction. Previously: Retry".into()
         ))
     );
+    let requeue_at = again
+        .status
+        .as_ref()
+        .and_then(|status| status.requeue_state.as_ref())
+        .and_then(|state| state.requeue_at.as_ref())
+        .map(|time| time.0)
+        .expect("requeueState.requeueAt");
+    let retried_at = condition(&evicted, "Evicted")
+        .map(|c| c.last_transition_time.0)
+        .expect("evicted");
+    assert!(
+        requeue_at > retried_at,
+        "requeueAt {requeue_at} after the retry at {retried_at}"
+    );
+    let reserved_at = condition(&again, "QuotaReserved")
+        .map(|c| c.last_transition_time.0)
+        .expect("reserved");
+    assert!(
+        reserved_at >= requeue_at,
+        "reserved again at {reserved_at}, before {requeue_at}"
+    );
     assert!(is_suspended(&env.job("checked").await));
 
     // Rejected: marked, deactivated and evicted; the job never runs again.
-    env.set_check_state(&name, &check, "Rejected", "never")
+    env.set_check_state(&name, &check, ("Rejected", "never"), None)
         .await;
     let rejected = format!("AdmissionCheck in Rejected state: \"{check}\" (never)");
     let deactivated = env

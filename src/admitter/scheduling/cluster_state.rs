@@ -164,8 +164,15 @@ pub struct Converted {
 pub enum CheckOutcome {
     /// All `Ready`: the workload is admitted.
     Ready,
-    /// One is `Retry`: evicted with this message, to be admitted again later.
-    Retry(String),
+    /// One is `Retry`: evicted with this message, to be admitted again later, not before
+    /// `requeue_at` when a check asked to wait (`requeueAfterSeconds`) beyond the workload's
+    /// current `requeueState`.
+    Retry {
+        /// The `Evicted` message.
+        message: String,
+        /// The later `requeueState.requeueAt` the checks ask for.
+        requeue_at: Option<Timestamp>,
+    },
     /// One is `Rejected`: marked for deactivation with this message.
     Rejected(String),
 }
@@ -512,10 +519,35 @@ fn check_outcome(workload: &api::Workload) -> Option<CheckOutcome> {
     let retry = in_state(api::CheckState::Retry);
     if !retry.is_empty() {
         let message = format!("Evicted due to {}", checks_message(&retry, "Retry"));
-        return Some(CheckOutcome::Retry(message));
+        return Some(CheckOutcome::Retry {
+            message,
+            requeue_at: retry_time(workload, &retry),
+        });
     }
     let ready = in_state(api::CheckState::Ready).len() == checks.len();
     (ready && !workload.is_condition_true(condition::ADMITTED)).then_some(CheckOutcome::Ready)
+}
+
+/// Kueue's `GetMaxRetryTime`: the latest time a `Retry` check asks to wait until
+/// (`lastTransitionTime + requeueAfterSeconds`), when later than the workload's `requeueAt`.
+fn retry_time(workload: &api::Workload, retry: &[&api::AdmissionCheckState]) -> Option<Timestamp> {
+    let latest = retry
+        .iter()
+        .filter_map(|check| {
+            let seconds = check.requeue_after_seconds?;
+            let wait = jiff::SignedDuration::from_secs(i64::from(seconds));
+            check.last_transition_time.0.checked_add(wait).ok()
+        })
+        .max()?;
+    let current = workload
+        .status
+        .as_ref()
+        .and_then(|status| status.requeue_state.as_ref())
+        .and_then(|state| state.requeue_at.as_ref())
+        .map(|time| time.0);
+    current
+        .is_none_or(|current| current < latest)
+        .then_some(latest)
 }
 
 /// Kueue's `buildAdmissionChecksMessage`: `AdmissionCheck(s) in <state> state: "a" (why); "b"`.

@@ -67,7 +67,7 @@ impl UpdateKind {
             }
             Update::Pending { .. } => Self::Pending,
             // An eviction when the workload holds quota; otherwise tracked by nothing.
-            Update::Evict { .. } | Update::Deactivate => Self::Evict,
+            Update::Evict { .. } | Update::RetryChecks { .. } | Update::Deactivate => Self::Evict,
             // A condition of a pending workload: an admission may overtake it.
             Update::Requeue(_) => Self::Pending,
         }

@@ -373,14 +373,16 @@ impl Scheduler {
                 CheckOutcome::Rejected(message) => Update::ChecksRejected {
                     message: message.clone(),
                 },
-                CheckOutcome::Retry(message) => {
+                CheckOutcome::Retry {
+                    message,
+                    requeue_at,
+                } => {
                     if let Some(holder) = context.holders.get(key.as_str()) {
                         self.planner.overlay.evict(key, &holder.uid);
                     }
-                    Update::Evict {
-                        reason: reason::ADMISSION_CHECK.to_owned(),
+                    Update::RetryChecks {
                         message: message.clone(),
-                        preemption: None,
+                        requeue_at: *requeue_at,
                     }
                 }
             };

@@ -77,6 +77,14 @@ pub enum Update {
     },
     /// Every AdmissionCheck of a workload holding quota is `Ready`: `Admitted=True`.
     ChecksReady,
+    /// An AdmissionCheck of a workload holding quota asks to retry: evicted (reason
+    /// `AdmissionCheck`), and not requeued before `requeue_at` when set.
+    RetryChecks {
+        /// `Evicted` message.
+        message: String,
+        /// The new `requeueState.requeueAt`.
+        requeue_at: Option<Timestamp>,
+    },
     /// An AdmissionCheck rejected a workload holding quota: `DeactivationTarget=True` reason
     /// `AdmissionCheck` with this message (the workload is then deactivated).
     ChecksRejected {
@@ -263,6 +271,28 @@ impl Update {
                         .at(now),
                 );
                 status.resource_requests = Vec::new();
+            }
+            Update::RetryChecks {
+                message,
+                requeue_at,
+            } => {
+                if !reserved {
+                    return Err(Skip::NoReservation);
+                }
+                if workload.is_condition_true(condition::EVICTED) {
+                    return Err(Skip::AlreadyEvicted);
+                }
+                mark_evicted(
+                    &mut status,
+                    reason::ADMISSION_CHECK,
+                    message,
+                    generation,
+                    now,
+                );
+                count_eviction(&mut status, reason::ADMISSION_CHECK, "");
+                if let Some(at) = requeue_at {
+                    status.requeue_state.get_or_insert_default().requeue_at = Some(Time(*at));
+                }
             }
             Update::ChecksRejected { message } => {
                 if !reserved {
@@ -675,6 +705,7 @@ impl Applier {
             Update::Admit { .. }
             | Update::ChecksReady
             | Update::ChecksRejected { .. }
+            | Update::RetryChecks { .. }
             | Update::Evict { .. }
             | Update::Deactivate
             | Update::Requeue(_)
@@ -769,6 +800,16 @@ impl Applier {
                 if written.is_condition_true(condition::ADMITTED) {
                     self.report_admission(written, &labels, wait, now).await;
                 }
+            }
+            Update::RetryChecks { message, .. } => {
+                let event_reason = format!("EvictedDueTo{}", reason::ADMISSION_CHECK);
+                self.report_eviction(
+                    (before, written),
+                    (reason::ADMISSION_CHECK, ""),
+                    &event_reason,
+                    message,
+                )
+                .await;
             }
             Update::ChecksRejected { message } => {
                 self.publish(

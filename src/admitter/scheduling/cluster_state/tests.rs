@@ -432,6 +432,18 @@ fn admission_check_states_of_quota_holders_call_for_admission_eviction_or_deacti
             json!([check("b", "Retry", "later"), check("a", "Retry", "")]),
         ),
         holding(
+            "waiting-to-retry",
+            json!([
+                {"name": "a", "state": "Retry", "lastTransitionTime": "2025-01-01T00:00:00Z", "message": "", "requeueAfterSeconds": 30},
+                {"name": "b", "state": "Retry", "lastTransitionTime": "2025-01-01T00:00:10Z", "message": "", "requeueAfterSeconds": 5},
+            ]),
+        ),
+        holding(
+            "already-waiting",
+            json!([{"name": "a", "state": "Retry", "lastTransitionTime": "2025-01-01T00:00:00Z", "message": "", "requeueAfterSeconds": 30}]),
+        )
+        .status("requeueState", json!({"count": 1, "requeueAt": "2025-01-01T00:01:00Z"})),
+        holding(
             "rejected",
             json!([check("a", "Retry", ""), check("b", "Rejected", "no")]),
         ),
@@ -461,9 +473,26 @@ fn admission_check_states_of_quota_holders_call_for_admission_eviction_or_deacti
             ("team-a/all-ready".to_owned(), CheckOutcome::Ready),
             (
                 "team-a/retrying".to_owned(),
-                CheckOutcome::Retry(
-                    r#"Evicted due to AdmissionChecks in Retry state: "a"; "b" (later)"#.to_owned()
-                )
+                CheckOutcome::Retry {
+                    message: r#"Evicted due to AdmissionChecks in Retry state: "a"; "b" (later)"#
+                        .to_owned(),
+                    requeue_at: None,
+                }
+            ),
+            (
+                "team-a/waiting-to-retry".to_owned(),
+                CheckOutcome::Retry {
+                    message: r#"Evicted due to AdmissionChecks in Retry state: "a"; "b""#
+                        .to_owned(),
+                    requeue_at: Some(ts(1_735_689_630)),
+                }
+            ),
+            (
+                "team-a/already-waiting".to_owned(),
+                CheckOutcome::Retry {
+                    message: r#"Evicted due to AdmissionCheck in Retry state: "a""#.to_owned(),
+                    requeue_at: None,
+                }
             ),
             (
                 "team-a/rejected".to_owned(),

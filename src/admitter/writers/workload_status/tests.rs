@@ -573,3 +573,28 @@ fn a_restarted_queue_requeues_what_its_stop_held_back() {
         Ok(None)
     );
 }
+
+#[test]
+fn a_retrying_check_evicts_and_holds_the_workload_back_until_it_asked() {
+    let object = reserved_workload()
+        .status("admissionChecks", json!([check("a", "Retry", "later")]))
+        .build();
+    let update = Update::RetryChecks {
+        message: r#"Evicted due to AdmissionCheck in Retry state: "a" (later)"#.to_owned(),
+        requeue_at: Some(ts(400)),
+    };
+    let status = applied(&update, &object, 300);
+    assert_eq!(
+        status["conditions"][1],
+        json!({"type": "Evicted", "status": "True", "reason": "AdmissionCheck", "message": r#"Evicted due to AdmissionCheck in Retry state: "a" (later)"#, "observedGeneration": 1, "lastTransitionTime": rfc3339(300)})
+    );
+    assert_eq!(
+        status["admissionChecks"],
+        json!([{"name": "a", "state": "Pending", "lastTransitionTime": rfc3339(300), "message": "Reset to Pending after eviction. Previously: Retry", "retryCount": 1}])
+    );
+    assert_eq!(status["requeueState"], json!({"requeueAt": rfc3339(400)}));
+    assert_eq!(
+        status["schedulingStats"],
+        json!({"evictions": [{"reason": "AdmissionCheck", "underlyingCause": "", "count": 1}]})
+    );
+}
