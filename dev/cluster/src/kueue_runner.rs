@@ -354,10 +354,16 @@ pub fn run(
     let deadline = Instant::now() + scenario.timeout + Duration::from_secs(300);
     let mut children: HashMap<u32, Sample> = HashMap::new();
     let mut requests = RequestCounts::new();
-    let mut next_scrape = Instant::now() + FIRST_SCRAPE;
+    let started = Instant::now();
+    let mut next_scrape = started + EARLY_SCRAPE_INTERVAL;
     while runner.is_running() {
         if Instant::now() >= next_scrape {
-            next_scrape = Instant::now() + SCRAPE_INTERVAL;
+            let interval = if started.elapsed() < EARLY_SCRAPES {
+                EARLY_SCRAPE_INTERVAL
+            } else {
+                SCRAPE_INTERVAL
+            };
+            next_scrape = Instant::now() + interval;
             if let Some(counts) = scrape_requests(tools, dir) {
                 requests = counts;
             }
@@ -422,8 +428,11 @@ pub fn run(
 /// reading (a few MiB of metrics) costs it little, the same for either admitter.
 const SCRAPE_INTERVAL: Duration = Duration::from_secs(10);
 
-/// The first reading comes early, so that even a run of seconds has one.
-const FIRST_SCRAPE: Duration = Duration::from_secs(3);
+/// Readings come every second for the first half minute, so that even a run of seconds has
+/// one taken after the runner made its objects: on a loaded machine the admitter may start
+/// (and the API server become readable) only seconds in, and a single early reading missed it.
+const EARLY_SCRAPE_INTERVAL: Duration = Duration::from_secs(1);
+const EARLY_SCRAPES: Duration = Duration::from_secs(30);
 
 /// The file an admitter's wrapper writes the runner's kubeconfig path to.
 const KUBECONFIG_PATH_FILE: &str = "kubeconfig-path";
