@@ -627,6 +627,15 @@ fn condition_triple(workload: &Workload, type_: &str) -> Option<(String, String,
     condition(workload, type_).map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
 }
 
+/// `Admitted` of a workload whose quota was released.
+fn no_reservation() -> Option<(String, String, String)> {
+    Some((
+        "False".into(),
+        "NoReservation".into(),
+        "The workload has no reservation".into(),
+    ))
+}
+
 fn is_finished(workload: &Workload) -> bool {
     condition(workload, "Finished").is_some_and(|c| c.status == "True")
 }
@@ -983,14 +992,7 @@ async fn a_higher_priority_job_preempts_a_lower_one_whose_job_is_suspended_again
         condition_triple(&requeued, "Requeued"),
         Some(("True".into(), "Preempted".into(), preemption.clone()))
     );
-    assert_eq!(
-        condition_triple(&requeued, "Admitted"),
-        Some((
-            "False".into(),
-            "NoReservation".into(),
-            "The workload has no reservation".into()
-        ))
-    );
+    assert_eq!(condition_triple(&requeued, "Admitted"), no_reservation());
     let admitted = env.wait_for_workload("high", "admitted", is_admitted).await;
     assert_eq!(env.wait_until_running("high").await, "kwok-on-demand-0");
     assert!(
@@ -1120,14 +1122,7 @@ async fn a_deactivated_job_stops_and_frees_its_quota_and_runs_again_once_reactiv
         condition_triple(&stopped, "Requeued"),
         Some(("False".into(), "Deactivated".into(), deactivated.into()))
     );
-    assert_eq!(
-        condition_triple(&stopped, "Admitted"),
-        Some((
-            "False".into(),
-            "NoReservation".into(),
-            "The workload has no reservation".into()
-        ))
-    );
+    assert_eq!(condition_triple(&stopped, "Admitted"), no_reservation());
     assert_eq!(
         stopped.status.as_ref().and_then(|s| s.admission.as_ref()),
         None
