@@ -617,7 +617,7 @@ async fn admission_fair_sharing_queues_and_jobs_are_accepted() {
 
 /// Elastic jobs (Kueue's `ElasticJobsViaWorkloadSlices`, on by default since Kueue 0.18). Kuota
 /// implements no workload slices, a deliberate difference until it does: the elastic batch Job
-/// is queued at its declared size, and the autoscaling RayJob and RayCluster, which Kueue admits
+/// is admitted at its declared size, and the autoscaling RayJob and RayCluster, which Kueue admits
 /// through slices, are refused with a message saying what Kuota lacks and what to change.
 #[tokio::test]
 async fn elastic_jobs_queue_at_their_size_and_autoscaling_ray_jobs_are_refused() {
@@ -639,11 +639,24 @@ async fn elastic_jobs_queue_at_their_size_and_autoscaling_ray_jobs_are_refused()
             ),
         ]
     );
+    // Its live suspend flag is not asserted: the admitter may already have started it.
     let job = harness.get_json(&["job", "-n", "kueue-docs-elastic", "scalable"]);
-    assert_eq!(job["spec"]["suspend"], true);
     assert_eq!(
         job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"],
         "elastic-queue"
+    );
+    let uid = text_at(&job, "/metadata/uid").to_owned();
+    let workload = harness
+        .wait_until("the elastic Job's Workload is admitted", || {
+            harness
+                .workload_of("kueue-docs-elastic", &uid)
+                .filter(|w| condition_is_true(w, "Admitted"))
+        })
+        .await;
+    assert_eq!(
+        workload.pointer("/status/admission/podSetAssignments/0/count"),
+        Some(&json!(2)),
+        "admitted at its declared parallelism"
     );
 }
 
