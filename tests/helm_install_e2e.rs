@@ -1060,6 +1060,21 @@ fn unreached() -> BTreeMap<String, &'static str> {
             "the webhook Secret deleted after install (the chart renders it)",
         ),
     ]);
+    let provisioning =
+        "the ProvisioningRequest check, which runs once the autoscaler's CRD is installed";
+    for row in [
+        "patch kueue.x-k8s.io/admissionchecks/status",
+        "list kueue.x-k8s.io/provisioningrequestconfigs",
+        "watch kueue.x-k8s.io/provisioningrequestconfigs",
+        "create autoscaling.x-k8s.io/provisioningrequests",
+        "delete autoscaling.x-k8s.io/provisioningrequests",
+        "list autoscaling.x-k8s.io/provisioningrequests",
+        "watch autoscaling.x-k8s.io/provisioningrequests",
+        "create core/podtemplates",
+        "patch core/podtemplates",
+    ] {
+        rows.insert(row.to_owned(), provisioning);
+    }
     for framework in kuota::jobs::FRAMEWORKS {
         let kind = framework.kind();
         rows.insert(

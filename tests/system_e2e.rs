@@ -22,14 +22,19 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
+use k8s_openapi::api::{
+    batch::v1::Job,
+    core::v1::{Pod, PodTemplate},
+};
 use kube::{
     Api, Client, ResourceExt,
     api::{ListParams, Patch, PatchParams, PostParams},
 };
+use kuota::admitter::provisioning::request::ProvisioningRequest;
 use kuota::api::constants::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
 use kuota::api::v1beta2::{
-    AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor, Workload, WorkloadPriorityClass,
+    AdmissionCheck, ClusterQueue, LocalQueue, ProvisioningRequestConfig, ResourceFlavor, Workload,
+    WorkloadPriorityClass,
 };
 use kuota_cluster::{
     KEEP_RUNNING_LABEL, KuotaProcess, TestCluster, TestNamespace, delete_ignoring_missing,
@@ -256,6 +261,21 @@ impl Env {
         self.cluster_scoped
             .push(ClusterScoped::AdmissionCheck(name.clone()));
         name
+    }
+
+    /// Flavor `on-demand`, a ClusterQueue with 2 cpu of it whose admission `check` gates, and
+    /// LocalQueue `lq`; returns the ClusterQueue.
+    async fn checked_queue(&mut self, check: &str) -> String {
+        let flavor = self.flavor("on-demand").await;
+        let cq = self
+            .cluster_queue(
+                "cq",
+                &[(flavor.as_str(), "2")],
+                json!({"admissionChecksStrategy": {"admissionChecks": [{"name": check}]}}),
+            )
+            .await;
+        self.local_queue("lq", &cq).await;
+        cq
     }
 
     /// What the check's controller reports: its `Active` condition.
@@ -1319,16 +1339,8 @@ fn check_state(workload: &Workload, check: &str) -> Option<(String, String)> {
 #[tokio::test]
 async fn admission_checks_gate_admission_retry_evicts_and_rejection_deactivates() {
     let mut env = env().await;
-    let flavor = env.flavor("on-demand").await;
     let check = env.admission_check("prov").await;
-    let cq = env
-        .cluster_queue(
-            "cq",
-            &[(flavor.as_str(), "2")],
-            json!({"admissionChecksStrategy": {"admissionChecks": [{"name": check}]}}),
-        )
-        .await;
-    env.local_queue("lq", &cq).await;
+    let cq = env.checked_queue(&check).await;
     let cluster_queues: Api<ClusterQueue> = Api::all(env.client.clone());
     let inactive =
         format!("Can't admit new workloads: references inactive AdmissionCheck(s): {check}.");
@@ -1640,4 +1652,292 @@ async fn kuotas_log_file_carries_no_colour_codes() {
     let text = std::fs::read_to_string(log).expect("read kuota's log");
     assert!(text.contains("webhook serving"), "{text}");
     assert!(!text.contains('\u{1b}'), "{text}");
+}
+
+/// Creates the object described by `object`.
+async fn create<K>(api: &Api<K>, object: Value)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let object: K = from_json(object);
+    api.create(&PostParams::default(), &object)
+        .await
+        .unwrap_or_else(|error| panic!("create {object:?}: {error}"));
+}
+
+/// The autoscaler's part, played by the test: one condition on a ProvisioningRequest.
+async fn set_request_condition(
+    requests: &Api<ProvisioningRequest>,
+    name: &str,
+    (type_, message): (&str, &str),
+) {
+    let body = json!({"status": {"conditions": [{
+        "type": type_, "status": "True", "reason": type_, "message": message,
+        "lastTransitionTime": common::timestamp::now(),
+    }]}});
+    requests
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&body))
+        .await
+        .expect("set the ProvisioningRequest's condition");
+}
+
+/// Waits until the ProvisioningRequest exists and returns it.
+async fn wait_for_request(requests: &Api<ProvisioningRequest>, name: &str) -> ProvisioningRequest {
+    eventually(
+        WAIT,
+        &format!("ProvisioningRequest {name} is created"),
+        || async { requests.get_opt(name).await.ok().flatten().is_some() },
+    )
+    .await
+    .expect("the ProvisioningRequest is created");
+    requests.get(name).await.expect("get ProvisioningRequest")
+}
+
+/// The ProvisioningRequest check, with the autoscaler's CRD installed after Kuota started
+/// (Kueue needs a restart for that): the check turns active; a Workload holding quota gets a
+/// ProvisioningRequest and its PodTemplate under Kueue's names; provisioned, it is admitted
+/// and its pods carry the request; finished, the request is deleted. A request that fails is
+/// retried once (backoffLimitCount 1) and then rejected, and that job never starts.
+#[tokio::test]
+async fn provisioning_request_check_asks_the_autoscaler_before_admitting() {
+    let mut env = env().await;
+    let crd = dev_script(
+        "dev/kueue/module.sh",
+        &["k8s.io/autoscaler/cluster-autoscaler/apis"],
+    )
+    .join("config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml");
+    env.cluster
+        .plane()
+        .install_crd_files(&[crd])
+        .await
+        .expect("install the ProvisioningRequest CRD");
+
+    let config = env.name("prc");
+    let configs: Api<ProvisioningRequestConfig> = Api::all(env.client.clone());
+    create(
+        &configs,
+        json!({"metadata": {"name": config}, "spec": {
+            "provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
+            "retryStrategy": {"backoffLimitCount": 1, "backoffBaseSeconds": 1, "backoffMaxSeconds": 2},
+        }}),
+    )
+    .await;
+    let check = env.name("prov");
+    let checks: Api<AdmissionCheck> = Api::all(env.client.clone());
+    create(
+        &checks,
+        json!({"metadata": {"name": check}, "spec": {
+            "controllerName": "kueue.x-k8s.io/provisioning-request",
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": config},
+        }}),
+    )
+    .await;
+    env.cluster_scoped
+        .push(ClusterScoped::AdmissionCheck(check.clone()));
+    env.wait_for_status(&checks, &check, "active", |status| {
+        status["conditions"][0]["type"] == "Active"
+            && status["conditions"][0]["status"] == "True"
+            && status["conditions"][0]["message"] == "The admission check is active"
+    })
+    .await;
+
+    env.checked_queue(&check).await;
+    let requests: Api<ProvisioningRequest> = Api::namespaced(env.client.clone(), env.ns.name());
+    let templates: Api<PodTemplate> = Api::namespaced(env.client.clone(), env.ns.name());
+
+    // Quota reserved: the check waits for the autoscaler, the job stays suspended.
+    env.submit(&TestJob::new("provisioned", "lq", "1").keep_running());
+    let reserved = env
+        .wait_for_workload("provisioned", "quota reserved", |w| {
+            condition(w, "QuotaReserved").is_some_and(|c| c.status == "True")
+        })
+        .await;
+    let workload = reserved.name_any();
+    let first = format!("{workload}-{check}-1");
+    let request = wait_for_request(&requests, &first).await;
+    let template = format!("ppt-{first}-main");
+    assert_eq!(
+        serde_json::to_value(&request.spec).expect("json"),
+        json!({
+            "provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
+            "podSets": [{"podTemplateRef": {"name": template}, "count": 1}],
+        })
+    );
+    assert_eq!(
+        request
+            .owner_references()
+            .iter()
+            .map(|owner| (owner.kind.as_str(), owner.name.as_str()))
+            .collect::<Vec<_>>(),
+        [("Workload", workload.as_str())]
+    );
+    let pod_template = templates.get(&template).await.expect("the PodTemplate");
+    let spec = pod_template
+        .template
+        .and_then(|template| template.spec)
+        .expect("template spec");
+    assert_eq!(
+        spec.node_selector,
+        Some(BTreeMap::from([(
+            "instance-type".to_owned(),
+            "on-demand".to_owned()
+        )]))
+    );
+    eventually(WAIT, "the PodTemplate is handed to the request", || async {
+        templates.get(&template).await.is_ok_and(|template| {
+            template
+                .owner_references()
+                .iter()
+                .any(|owner| owner.kind == "ProvisioningRequest" && owner.name == first)
+        })
+    })
+    .await
+    .expect("the PodTemplate is owned by the ProvisioningRequest");
+    assert!(is_suspended(&env.job("provisioned").await));
+    assert_eq!(
+        check_state(&env.workload("provisioned").await, &check),
+        Some(("Pending".into(), String::new()))
+    );
+
+    // Provisioned: Ready, admitted, and the pods carry the request.
+    set_request_condition(&requests, &first, ("Provisioned", "capacity is ready")).await;
+    let admitted = env
+        .wait_for_workload("provisioned", "admitted", is_admitted)
+        .await;
+    assert_eq!(
+        check_state(&admitted, &check),
+        Some(("Ready".into(), "capacity is ready".into()))
+    );
+    env.wait_until_running("provisioned").await;
+    let annotations = env
+        .job("provisioned")
+        .await
+        .spec
+        .and_then(|spec| spec.template.metadata)
+        .and_then(|metadata| metadata.annotations)
+        .unwrap_or_default();
+    assert_eq!(
+        (
+            annotations.get("autoscaling.x-k8s.io/consume-provisioning-request"),
+            annotations.get("autoscaling.x-k8s.io/provisioning-class-name")
+        ),
+        (
+            Some(&first),
+            Some(&"check-capacity.autoscaling.x-k8s.io".to_owned())
+        )
+    );
+    let described = describe_lines(&env.kubectl(&["describe", "workload", &workload], None));
+    for (reason, note) in [
+        (
+            "ProvisioningRequestCreated",
+            format!("Created ProvisioningRequest: \"{first}\""),
+        ),
+        (
+            "AdmissionCheckUpdated",
+            format!(
+                "Admission check {check} updated state from Pending to Ready with message: capacity is ready"
+            ),
+        ),
+    ] {
+        assert!(
+            described
+                .iter()
+                .any(|line| line.starts_with(&format!("Normal {reason} "))
+                    && line.ends_with(&format!(" kueue-provisioning-request-controller {note}"))),
+            "{reason} {note:?} in\n{}",
+            described.join("\n")
+        );
+    }
+
+    // Finished: the request is deleted.
+    env.finish("provisioned").await;
+    env.wait_for_job("provisioned", "complete", job_is_complete)
+        .await;
+    eventually(
+        WAIT,
+        "the finished workload's request is deleted",
+        || async { requests.get_opt(&first).await.ok().flatten().is_none() },
+    )
+    .await
+    .expect("the request is deleted");
+
+    // A request that fails is retried after the backoff, then the check rejects the workload.
+    env.submit(&TestJob::new("unlucky", "lq", "1").keep_running());
+    let unlucky = env
+        .wait_for_workload("unlucky", "quota reserved", |w| {
+            condition(w, "QuotaReserved").is_some_and(|c| c.status == "True")
+        })
+        .await
+        .name_any();
+    let attempt = |n: u32| format!("{unlucky}-{check}-{n}");
+    wait_for_request(&requests, &attempt(1)).await;
+    set_request_condition(&requests, &attempt(1), ("Failed", "no capacity")).await;
+    let evicted = env
+        .wait_for_workload("unlucky", "evicted for a retry", |w| {
+            condition(w, "Evicted").is_some_and(|c| c.status == "True")
+        })
+        .await;
+    assert_eq!(
+        condition_triple(&evicted, "Evicted"),
+        Some((
+            "True".into(),
+            "AdmissionCheck".into(),
+            format!(
+                "Evicted due to AdmissionCheck in Retry state: \"{check}\" (Retrying after failure: no capacity)"
+            )
+        ))
+    );
+    wait_for_request(&requests, &attempt(2)).await;
+    set_request_condition(&requests, &attempt(2), ("Failed", "still no capacity")).await;
+    let deactivated = env
+        .wait_for_workload("unlucky", "rejected and deactivated", |w| {
+            w.spec.active == Some(false)
+                && condition(w, "QuotaReserved").is_some_and(|c| c.status == "False")
+        })
+        .await;
+    // As Kueue, the eviction puts the check back to Pending, saying what it was.
+    assert_eq!(
+        check_state(&deactivated, &check),
+        Some((
+            "Pending".into(),
+            "Reset to Pending after eviction. Previously: Rejected".into()
+        ))
+    );
+    assert_eq!(
+        condition_triple(&deactivated, "Evicted"),
+        Some((
+            "True".into(),
+            "DeactivatedDueToAdmissionCheck".into(),
+            format!(
+                "The workload is deactivated due to AdmissionCheck in Rejected state: \"{check}\" (still no capacity)"
+            )
+        ))
+    );
+    eventually(
+        WAIT,
+        "the evicted workload's requests are deleted",
+        || async {
+            requests
+                .list(&ListParams::default())
+                .await
+                .is_ok_and(|list| list.items.is_empty())
+        },
+    )
+    .await
+    .expect("no ProvisioningRequest is left");
+    let job = env.job("unlucky").await;
+    assert!(is_suspended(&job));
+    assert_eq!(
+        job.status.and_then(|status| status.start_time),
+        None,
+        "the rejected job never started"
+    );
+    env.jobs()
+        .delete("unlucky", &Default::default())
+        .await
+        .expect("delete job");
+    env.cleanup().await;
+    delete_ignoring_missing(&configs, &config)
+        .await
+        .expect("delete ProvisioningRequestConfig");
 }

@@ -2,6 +2,7 @@
 //! starts the jobs; only the replica holding the leader Lease admits.
 
 pub mod jobs;
+pub mod provisioning;
 pub mod retention;
 pub mod scheduling;
 pub mod writers;
@@ -13,7 +14,11 @@ use kube::Client;
 
 pub use scheduling::run_scheduler;
 
-use crate::{config::Configuration, metrics::MetricsRegistry, stores::Stores};
+use crate::{
+    config::{Configuration, Feature},
+    metrics::MetricsRegistry,
+    stores::Stores,
+};
 
 /// Runs the job controllers and the scheduler while this replica holds the leader Lease,
 /// until `shutdown` completes (then the Lease is released so another replica takes over).
@@ -40,9 +45,11 @@ pub async fn run(
                 Some(after) => retention::delete_finished(client.clone(), after).boxed(),
                 None => futures::future::ready(()).boxed(),
             };
+            let provisioning =
+                provisioning_after_sync(client.clone(), config.clone(), stores.clone());
             let scheduler =
                 run_scheduler(client, config, stores, metrics, futures::future::pending());
-            let (_, scheduled, ()) = futures::join!(jobs, scheduler, retention);
+            let (_, scheduled, (), ()) = futures::join!(jobs, scheduler, retention, provisioning);
             if let Err(err) = scheduled {
                 tracing::error!(%err, "the scheduler stopped");
             }
@@ -61,4 +68,18 @@ async fn job_controllers_after_sync(client: Client, config: Arc<Configuration>, 
         return;
     }
     jobs::run_job_controllers(client, config, stores, futures::future::pending().boxed()).await;
+}
+
+async fn provisioning_after_sync(client: Client, config: Arc<Configuration>, stores: Stores) {
+    let timeout = config
+        .controller
+        .cache_sync_timeout
+        .unwrap_or(scheduling::DEFAULT_CACHE_SYNC_TIMEOUT);
+    if stores.wait_until_ready(timeout).await.is_err() {
+        return;
+    }
+    let cleanup_on_eviction = config
+        .feature_gates
+        .enabled(Feature::CleanupProvisioningRequestsOnEviction);
+    provisioning::run(client, stores, cleanup_on_eviction).await;
 }

@@ -42,7 +42,7 @@ pub use jobset::JobSet;
 pub use kubeflow::{KubeflowJob, KubeflowValidation};
 pub use mpijob::MPI_JOB;
 pub use paddlejob::PADDLE_JOB;
-pub use podset::{MAX_POD_SETS, PodSet, PodSetInfo, pod_sets_equivalent};
+pub use podset::{MAX_POD_SETS, PodSet, PodSetInfo, merge_into_pod_template, pod_sets_equivalent};
 pub use pytorchjob::PYTORCH_JOB;
 pub use raycluster::RayCluster;
 pub use rayjob::RayJob;

@@ -314,6 +314,22 @@ fn info_map<'a>(info: &'a PodSetInfo, field: &str) -> &'a BTreeMap<String, Strin
     }
 }
 
+/// Merges an info into a typed pod template (Kueue `podset.Merge`), refusing conflicts as
+/// [`merge_into_templates`] does.
+pub fn merge_into_pod_template(
+    template: &mut PodTemplateSpec,
+    info: &PodSetInfo,
+) -> Result<(), JobError> {
+    let invalid = |source: serde_json::Error| JobError::InvalidField {
+        pointer: String::new(),
+        source,
+    };
+    let mut value = serde_json::to_value(&*template).map_err(invalid)?;
+    merge_into_template(&mut value, "", info)?;
+    *template = serde_json::from_value(value).map_err(invalid)?;
+    Ok(())
+}
+
 /// Merges one info per template (Kueue `podset.Merge`); templates must exist.
 pub(crate) fn merge_into_templates(
     job: &mut Value,

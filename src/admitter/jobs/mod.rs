@@ -11,6 +11,8 @@
 
 mod decision;
 mod status;
+
+pub use status::requeue_backoff;
 pub mod workload_builder;
 
 #[cfg(test)]
