@@ -225,13 +225,7 @@ impl Check {
                     Err(error) => return Err(error),
                 }
                 for note in notes {
-                    let event = Event {
-                        type_: EventType::Normal,
-                        reason: "AdmissionCheckUpdated".to_owned(),
-                        note,
-                    };
-                    self.recorder
-                        .record(&workload.object_ref(&()), &event)
+                    self.record(&workload, EventType::Normal, "AdmissionCheckUpdated", note)
                         .await;
                 }
             }
@@ -253,6 +247,17 @@ impl Check {
         Ok(())
     }
 
+    async fn record(&self, workload: &Workload, type_: EventType, reason: &str, note: String) {
+        let event = Event {
+            type_,
+            reason: reason.to_owned(),
+            note,
+        };
+        self.recorder
+            .record(&workload.object_ref(&()), &event)
+            .await;
+    }
+
     /// Kueue's order: the PodTemplates (owned by the Workload), the request, then the templates
     /// handed to the request so they go with it. What exists already (a pass that ran before
     /// the store showed its writes) is left as it is.
@@ -266,24 +271,41 @@ impl Check {
         let template_api: Api<PodTemplate> = Api::namespaced(self.client.clone(), &namespace);
         let names: Vec<String> = templates.iter().map(ResourceExt::name_any).collect();
         for template in templates {
-            ignore_conflict(template_api.create(&PostParams::default(), &template).await)?;
+            let name = template.name_any();
+            match template_api.create(&PostParams::default(), &template).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 409 => {}
+                Err(error) => {
+                    let note = format!("Error creating PodTemplate {name:?}: {error}");
+                    self.record(workload, EventType::Warning, "FailedCreate", note)
+                        .await;
+                    return Err(error);
+                }
+            }
         }
         let request_api: Api<ProvisioningRequest> =
             Api::namespaced(self.client.clone(), &namespace);
         let created = match request_api.create(&PostParams::default(), &request).await {
             Ok(created) => created,
             Err(kube::Error::Api(status)) if status.code == 409 => return Ok(()),
-            Err(error) => return Err(error),
+            Err(error) => {
+                let note = format!(
+                    "Error creating ProvisioningRequest {:?}: {error}",
+                    request.name_any()
+                );
+                self.record(workload, EventType::Warning, "FailedCreate", note)
+                    .await;
+                return Err(error);
+            }
         };
         let note = format!("Created ProvisioningRequest: {:?}", created.name_any());
-        let event = Event {
-            type_: EventType::Normal,
-            reason: "ProvisioningRequestCreated".to_owned(),
+        self.record(
+            workload,
+            EventType::Normal,
+            "ProvisioningRequestCreated",
             note,
-        };
-        self.recorder
-            .record(&workload.object_ref(&()), &event)
-            .await;
+        )
+        .await;
         let owner = OwnerReference {
             api_version: ProvisioningRequest::api_version(&()).into_owned(),
             kind: ProvisioningRequest::kind(&()).into_owned(),
@@ -299,13 +321,5 @@ impl Check {
                 .await?;
         }
         Ok(())
-    }
-}
-
-fn ignore_conflict<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error> {
-    match result {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-        Err(error) => Err(error),
     }
 }

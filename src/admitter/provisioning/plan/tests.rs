@@ -456,3 +456,76 @@ fn a_check_without_its_config_waits_and_one_without_managed_resources_is_ready()
     );
     assert_eq!(created_requests(&actions), Vec::<String>::new());
 }
+
+#[test]
+fn node_selectors_come_from_the_class_details_the_config_names() {
+    let mut request = (*provisioning_request(
+        "wl-prov-1",
+        json!([pr_condition("Provisioned", "True", "")]),
+    ))
+    .clone();
+    request
+        .status
+        .get_or_insert_default()
+        .provisioning_class_details = BTreeMap::from([("zone".to_owned(), "zone-a".to_owned())]);
+    let mut world = World::new(vec![holder("Pending", None)], vec![Arc::new(request)]);
+    world.configs = vec![config(json!({
+        "provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
+        "parameters": {"ValidUntilSeconds": "60"},
+        "podSetUpdates": {"nodeSelector": [
+            {"key": "example.com/zone", "valueFromProvisioningClassDetail": "zone"},
+            {"key": "example.com/rack", "valueFromProvisioningClassDetail": "rack"},
+        ]},
+    }))];
+    let actions = world.plan();
+    let [Action::SetCheckStates { states, .. }] = actions.as_slice() else {
+        panic!("one SetCheckStates, got {actions:?}");
+    };
+    assert_eq!(
+        states[0].pod_set_updates[0].node_selector,
+        BTreeMap::from([("example.com/zone".to_owned(), "zone-a".to_owned())])
+    );
+}
+
+#[test]
+fn identical_pod_sets_are_merged_when_the_config_says_so() {
+    let pod = json!({"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]});
+    let twins = workload("ns", "wl")
+        .queue("lq")
+        .pod_set_spec("a", 2, pod.clone())
+        .pod_set_spec("b", 3, pod)
+        .reserved(
+            "cq",
+            json!([
+                {"name": "a", "flavors": {"cpu": "gpu-nodes"}, "count": 2},
+                {"name": "b", "flavors": {"cpu": "gpu-nodes"}, "count": 3},
+            ]),
+        )
+        .status(
+            "admissionChecks",
+            json!([{"name": CHECK, "state": "Pending", "message": "", "lastTransitionTime": rfc3339(50)}]),
+        )
+        .build();
+    let mut world = World::new(vec![Arc::new(twins)], Vec::new());
+    world.configs = vec![config(json!({
+        "provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
+        "podSetMergePolicy": "IdenticalPodTemplates",
+    }))];
+    let actions = world.plan();
+    let [
+        Action::Provision {
+            templates, request, ..
+        },
+    ] = actions.as_slice()
+    else {
+        panic!("one Provision, got {actions:?}");
+    };
+    assert_eq!(
+        serde_json::to_value(&request.spec.pod_sets).expect("json"),
+        json!([{"podTemplateRef": {"name": "ppt-wl-prov-1-a"}, "count": 5}])
+    );
+    assert_eq!(
+        templates.iter().map(|t| t.name_any()).collect::<Vec<_>>(),
+        ["ppt-wl-prov-1-a"]
+    );
+}
