@@ -31,7 +31,7 @@ use kube::{
     api::{ListParams, Patch, PatchParams, PostParams},
 };
 use kuota::admitter::provisioning::request::ProvisioningRequest;
-use kuota::api::constants::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
+use kuota::api::constants::{MAX_EXEC_TIME_SECONDS_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
 use kuota::api::v1beta2::{
     AdmissionCheck, ClusterQueue, LocalQueue, ProvisioningRequestConfig, ResourceFlavor, Workload,
     WorkloadPriorityClass,
@@ -114,6 +114,7 @@ struct TestJob {
     queue: String,
     cpu: String,
     priority_class: Option<String>,
+    max_execution_seconds: Option<u32>,
     keep_running: bool,
 }
 
@@ -124,6 +125,7 @@ impl TestJob {
             queue: queue.to_owned(),
             cpu: cpu.to_owned(),
             priority_class: None,
+            max_execution_seconds: None,
             keep_running: false,
         }
     }
@@ -131,6 +133,12 @@ impl TestJob {
     /// The Workload gets the priority of this WorkloadPriorityClass.
     fn priority(mut self, class: &str) -> Self {
         self.priority_class = Some(class.to_owned());
+        self
+    }
+
+    /// Kueue's `kueue.x-k8s.io/max-exec-time-seconds` label.
+    fn max_execution_seconds(mut self, seconds: u32) -> Self {
+        self.max_execution_seconds = Some(seconds);
         self
     }
 
@@ -144,6 +152,9 @@ impl TestJob {
         let mut labels = json!({QUEUE_NAME_LABEL: self.queue});
         if let Some(class) = &self.priority_class {
             labels[PRIORITY_CLASS_LABEL] = json!(class);
+        }
+        if let Some(seconds) = self.max_execution_seconds {
+            labels[MAX_EXEC_TIME_SECONDS_LABEL] = json!(seconds.to_string());
         }
         let mut pod_labels = json!({"app": self.name});
         if self.keep_running {
@@ -474,6 +485,15 @@ impl Env {
                     .and_then(|w| w.status)
             ),
         }
+    }
+
+    /// Waits until the Job's Workload is inactive with its quota released.
+    async fn wait_until_deactivated(&self, job: &str) -> Workload {
+        self.wait_for_workload(job, "deactivated and released", |w| {
+            w.spec.active == Some(false)
+                && condition(w, "QuotaReserved").is_some_and(|c| c.status == "False")
+        })
+        .await
     }
 
     async fn wait_for_job(&self, job: &str, what: &str, probe: impl Fn(&Job) -> bool) -> Job {
@@ -1440,12 +1460,7 @@ async fn admission_checks_gate_admission_retry_evicts_and_rejection_deactivates(
     env.set_check_state(&name, &check, ("Rejected", "never"), None)
         .await;
     let rejected = format!("AdmissionCheck in Rejected state: \"{check}\" (never)");
-    let deactivated = env
-        .wait_for_workload("checked", "deactivated and released", |w| {
-            w.spec.active == Some(false)
-                && condition(w, "QuotaReserved").is_some_and(|c| c.status == "False")
-        })
-        .await;
+    let deactivated = env.wait_until_deactivated("checked").await;
     assert_eq!(
         condition_triple(&deactivated, "Evicted"),
         Some((
@@ -1889,12 +1904,7 @@ async fn provisioning_request_check_asks_the_autoscaler_before_admitting() {
     );
     wait_for_request(&requests, &attempt(2)).await;
     set_request_condition(&requests, &attempt(2), ("Failed", "still no capacity")).await;
-    let deactivated = env
-        .wait_for_workload("unlucky", "rejected and deactivated", |w| {
-            w.spec.active == Some(false)
-                && condition(w, "QuotaReserved").is_some_and(|c| c.status == "False")
-        })
-        .await;
+    let deactivated = env.wait_until_deactivated("unlucky").await;
     // As Kueue, the eviction puts the check back to Pending, saying what it was.
     assert_eq!(
         check_state(&deactivated, &check),
@@ -1940,4 +1950,55 @@ async fn provisioning_request_check_asks_the_autoscaler_before_admitting() {
     delete_ignoring_missing(&configs, &config)
         .await
         .expect("delete ProvisioningRequestConfig");
+}
+
+/// `kueue.x-k8s.io/max-exec-time-seconds`: a job still running when its time is up is
+/// deactivated as Kueue does (`MaximumExecutionTimeExceeded`), its pods stopped and its quota
+/// given to the next job.
+#[tokio::test]
+async fn a_job_past_its_maximum_execution_time_is_deactivated_and_frees_its_quota() {
+    let mut env = env().await;
+    let flavor = env.flavor("on-demand").await;
+    let cq = env
+        .cluster_queue("cq", &[(flavor.as_str(), "1")], json!({}))
+        .await;
+    env.local_queue("lq", &cq).await;
+    env.submit(
+        &TestJob::new("bounded", "lq", "1")
+            .max_execution_seconds(3)
+            .keep_running(),
+    );
+    env.wait_until_running("bounded").await;
+    env.submit(&TestJob::new("next", "lq", "1").keep_running());
+
+    let deactivated = env.wait_until_deactivated("bounded").await;
+    assert_eq!(
+        condition_triple(&deactivated, "Evicted"),
+        Some((
+            "True".into(),
+            "DeactivatedDueToMaximumExecutionTimeExceeded".into(),
+            "The workload is deactivated due to exceeding the maximum execution time".into()
+        ))
+    );
+    let name = deactivated.name_any();
+    let described = describe_lines(&env.kubectl(&["describe", "workload", &name], None));
+    assert!(
+        described.iter().any(
+            |line| line.starts_with("Warning MaximumExecutionTimeExceeded ")
+                && line.ends_with(" The maximum execution time (3s) exceeded")
+        ),
+        "MaximumExecutionTimeExceeded event in\n{}",
+        described.join("\n")
+    );
+    env.wait_until_pods_gone("bounded").await;
+    assert!(is_suspended(&env.job("bounded").await));
+    env.wait_for_workload("next", "admitted in the freed quota", is_admitted)
+        .await;
+    env.finish("next").await;
+    env.wait_for_job("next", "complete", job_is_complete).await;
+    env.jobs()
+        .delete("bounded", &Default::default())
+        .await
+        .expect("delete job");
+    env.cleanup().await;
 }

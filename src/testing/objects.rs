@@ -185,6 +185,12 @@ impl WorkloadBuilder {
         self
     }
 
+    /// Sets a field of the spec.
+    pub fn spec_field(mut self, field: &str, value: Value) -> Self {
+        self.0["spec"][field] = value;
+        self
+    }
+
     pub fn created(mut self, at: i64) -> Self {
         self.0["metadata"]["creationTimestamp"] = json!(rfc3339(at));
         self

@@ -157,6 +157,18 @@ pub struct Converted {
     pub requeues: Vec<(String, Requeue)>,
     /// Workloads holding quota whose AdmissionChecks decided, with what follows.
     pub check_outcomes: Vec<(String, CheckOutcome)>,
+    /// Admitted workloads with a maximum execution time not yet marked for deactivation, with
+    /// when it runs out.
+    pub execution_deadlines: Vec<(String, ExecutionDeadline)>,
+}
+
+/// When an admitted workload's `maximumExecutionTimeSeconds` runs out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExecutionDeadline {
+    /// The limit, in seconds.
+    pub seconds: i32,
+    /// Its admission time plus what is left of the limit after earlier admissions.
+    pub at: Timestamp,
 }
 
 /// What the states of a quota holder's AdmissionChecks call for (Kueue's workload controller).
@@ -410,6 +422,9 @@ pub fn convert_cached(
                 if let Some(outcome) = check_outcome(object) {
                     converted.check_outcomes.push((key.clone(), outcome));
                 }
+                if let Some(deadline) = execution_deadline(object) {
+                    converted.execution_deadlines.push((key.clone(), deadline));
+                }
                 converted.holders.push(Holder {
                     workload,
                     local_queue,
@@ -526,6 +541,25 @@ fn check_outcome(workload: &api::Workload) -> Option<CheckOutcome> {
     }
     let ready = in_state(api::CheckState::Ready).len() == checks.len();
     (ready && !workload.is_condition_true(condition::ADMITTED)).then_some(CheckOutcome::Ready)
+}
+
+/// Kueue's `reconcileMaxExecutionTime`: an admitted workload with a maximum execution time
+/// runs out at its `Admitted` transition plus the limit less the time it ran before
+/// (`accumulatedPastExecutionTimeSeconds`); none once it is marked for deactivation.
+fn execution_deadline(workload: &api::Workload) -> Option<ExecutionDeadline> {
+    let seconds = workload.spec.maximum_execution_time_seconds?;
+    let admitted = workload.true_condition(condition::ADMITTED)?;
+    if workload.is_condition_true(condition::DEACTIVATION_TARGET) {
+        return None;
+    }
+    let past = workload
+        .status
+        .as_ref()
+        .and_then(|status| status.accumulated_past_execution_time_seconds)
+        .unwrap_or(0);
+    let left = jiff::SignedDuration::from_secs(i64::from(seconds) - i64::from(past));
+    let at = admitted.last_transition_time.0.checked_add(left).ok()?;
+    Some(ExecutionDeadline { seconds, at })
 }
 
 /// Kueue's `GetMaxRetryTime`: the latest time a `Retry` check asks to wait until

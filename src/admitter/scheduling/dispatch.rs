@@ -62,9 +62,10 @@ impl UpdateKind {
     pub(super) fn of(update: &Update) -> Self {
         match update {
             Update::Admit { .. } => Self::Admit,
-            Update::ChecksReady | Update::ChecksRejected { .. } | Update::MarkInactive => {
-                Self::Checks
-            }
+            Update::ChecksReady
+            | Update::ChecksRejected { .. }
+            | Update::ExecutionTimeExceeded { .. }
+            | Update::MarkInactive => Self::Checks,
             Update::Pending { .. } => Self::Pending,
             // An eviction when the workload holds quota; otherwise tracked by nothing.
             Update::Evict { .. } | Update::RetryChecks { .. } | Update::Deactivate => Self::Evict,

@@ -119,6 +119,8 @@ struct Scheduler {
     known_cluster_queues: BTreeSet<String>,
     pending_budget: PendingBudget<Update>,
     handled_verdicts: HandledVerdicts,
+    /// When the first admitted workload's maximum execution time runs out.
+    next_execution_deadline: Option<Timestamp>,
 }
 
 impl Scheduler {
@@ -142,6 +144,7 @@ impl Scheduler {
             known_cluster_queues: BTreeSet::new(),
             pending_budget: PendingBudget::default(),
             handled_verdicts: HandledVerdicts::default(),
+            next_execution_deadline: None,
         }
     }
 
@@ -208,6 +211,7 @@ impl Scheduler {
         [
             self.planner.queues.next_requeue_at().filter(|at| *at > now),
             self.planner.backoff.next_retry(now),
+            self.next_execution_deadline.filter(|at| *at > now),
         ]
         .into_iter()
         .flatten()
@@ -388,6 +392,17 @@ impl Scheduler {
             };
             self.dispatcher.dispatch(key.clone(), update);
         }
+        let (due, running): (Vec<_>, Vec<_>) = converted
+            .execution_deadlines
+            .iter()
+            .partition(|(_, deadline)| deadline.at <= now);
+        for (key, deadline) in due {
+            let update = Update::ExecutionTimeExceeded {
+                seconds: deadline.seconds,
+            };
+            self.dispatcher.dispatch(key.clone(), update);
+        }
+        self.next_execution_deadline = running.iter().map(|(_, deadline)| deadline.at).min();
         self.handled_verdicts
             .retain(|key| objects.contains_key(key));
         self.publish_statuses(&state, &converted, &snapshot, &exposed, now);

@@ -91,6 +91,13 @@ pub enum Update {
         /// Which checks rejected it.
         message: String,
     },
+    /// An admitted workload ran past its `maximumExecutionTimeSeconds` (`seconds`):
+    /// `DeactivationTarget=True` reason `MaximumExecutionTimeExceeded`, the accumulated
+    /// execution time cleared (the workload is then deactivated).
+    ExecutionTimeExceeded {
+        /// The limit.
+        seconds: i32,
+    },
     /// No reservation now: `QuotaReserved=False` with this reason and message.
     Pending {
         /// Condition reason.
@@ -203,6 +210,9 @@ pub enum Skip {
     /// The workload was activated again.
     #[error("the workload is active")]
     Active,
+    /// The workload is not admitted (any more).
+    #[error("the workload is not admitted")]
+    NotAdmitted,
 }
 
 impl Update {
@@ -309,6 +319,23 @@ impl Update {
                     .generation(generation)
                     .at(now),
                 );
+            }
+            Update::ExecutionTimeExceeded { .. } => {
+                if !workload.is_condition_true(condition::ADMITTED) {
+                    return Err(Skip::NotAdmitted);
+                }
+                set_condition(
+                    &mut status.conditions,
+                    new_condition(
+                        condition::DEACTIVATION_TARGET,
+                        true,
+                        reason::MAXIMUM_EXECUTION_TIME_EXCEEDED,
+                    )
+                    .message("exceeding the maximum execution time")
+                    .generation(generation)
+                    .at(now),
+                );
+                status.accumulated_past_execution_time_seconds = None;
             }
             Update::ChecksReady => {
                 if !reserved {
@@ -705,6 +732,7 @@ impl Applier {
             Update::Admit { .. }
             | Update::ChecksReady
             | Update::ChecksRejected { .. }
+            | Update::ExecutionTimeExceeded { .. }
             | Update::RetryChecks { .. }
             | Update::Evict { .. }
             | Update::Deactivate
@@ -817,6 +845,15 @@ impl Applier {
                     EventType::Warning,
                     "AdmissionCheckRejected",
                     format!("Deactivated due to {message}"),
+                )
+                .await;
+            }
+            Update::ExecutionTimeExceeded { seconds } => {
+                self.publish(
+                    written,
+                    EventType::Warning,
+                    reason::MAXIMUM_EXECUTION_TIME_EXCEEDED,
+                    format!("The maximum execution time ({seconds}s) exceeded"),
                 )
                 .await;
             }

@@ -503,6 +503,58 @@ fn admission_check_states_of_quota_holders_call_for_admission_eviction_or_deacti
 }
 
 #[test]
+fn admitted_workloads_with_a_maximum_execution_time_run_out_after_what_is_left_of_it() {
+    let mut state = state();
+    let holding = |name: &str| {
+        workload("team-a", name)
+            .queue("lq")
+            .pod_set("main", 1, json!({"cpu": "1"}))
+            .reserved("cq", json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}, "count": 1}]))
+    };
+    let limited = |name: &str| {
+        holding(name)
+            .spec_field("maximumExecutionTimeSeconds", json!(60))
+            .condition("Admitted", "True", "Admitted", "", 1_000)
+    };
+    state.workloads = [
+        limited("fresh"),
+        limited("ran-before").status("accumulatedPastExecutionTimeSeconds", json!(45)),
+        limited("marked").condition(
+            "DeactivationTarget",
+            "True",
+            "MaximumExecutionTimeExceeded",
+            "",
+            1_070,
+        ),
+        holding("unlimited").condition("Admitted", "True", "Admitted", "", 1_000),
+        holding("waiting-for-checks").spec_field("maximumExecutionTimeSeconds", json!(60)),
+    ]
+    .into_iter()
+    .map(|builder| Arc::new(builder.build()))
+    .collect();
+    let converted = convert(&state, &ConversionOptions::default());
+    assert_eq!(
+        converted.execution_deadlines,
+        vec![
+            (
+                "team-a/fresh".to_owned(),
+                ExecutionDeadline {
+                    seconds: 60,
+                    at: ts(1_060)
+                }
+            ),
+            (
+                "team-a/ran-before".to_owned(),
+                ExecutionDeadline {
+                    seconds: 60,
+                    at: ts(1_015)
+                }
+            ),
+        ]
+    );
+}
+
+#[test]
 fn queue_order_follows_kueue_eviction_timestamps() {
     let evicted = |reason: &str| {
         workload("team-a", "wl")

@@ -598,3 +598,21 @@ fn a_retrying_check_evicts_and_holds_the_workload_back_until_it_asked() {
         json!({"evictions": [{"reason": "AdmissionCheck", "underlyingCause": "", "count": 1}]})
     );
 }
+
+#[test]
+fn a_workload_past_its_maximum_execution_time_is_marked_for_deactivation() {
+    let object = admitted_workload()
+        .status("accumulatedPastExecutionTimeSeconds", json!(30))
+        .build();
+    let exceeded = Update::ExecutionTimeExceeded { seconds: 60 };
+    let status = applied(&exceeded, &object, 300);
+    assert_eq!(
+        status["conditions"][2],
+        json!({"type": "DeactivationTarget", "status": "True", "reason": "MaximumExecutionTimeExceeded", "message": "exceeding the maximum execution time", "observedGeneration": 1, "lastTransitionTime": rfc3339(300)})
+    );
+    assert_eq!(status.get("accumulatedPastExecutionTimeSeconds"), None);
+    assert_eq!(
+        exceeded.status(&reserved_workload().build(), ts(300)),
+        Err(Skip::NotAdmitted)
+    );
+}
