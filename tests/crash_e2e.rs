@@ -1,9 +1,11 @@
-//! Crash safety of the admitter: `kuota serve` is killed with SIGKILL in the middle of a burst
-//! of 200 small Jobs and started again. A separate watcher follows every Workload change and
-//! checks that the quota held in the ClusterQueue never exceeds its nominal quota; at the end
-//! every Job has completed.
+//! Faults during a burst of small Jobs, each followed by an independent watcher: the admitter
+//! (`kuota serve`) killed with SIGKILL and started again, and the control plane's own
+//! kube-apiserver and etcd killed and restarted. The watcher is this test process's own
+//! watches, not Kuota's code: it checks on every change that no ClusterQueue holds more than
+//! its nominal quota and that no Job is started without an admitted Workload; at the end every
+//! Job has completed with exactly one finished Workload.
 //!
-//! Admitted state lives only in `Workload.status.admission`, so the restarted admitter must
+//! Admitted state lives only in `Workload.status.admission`, so a restarted admitter must
 //! rebuild the usage from the API before admitting anything.
 
 mod common {
@@ -28,7 +30,7 @@ use kube::{
     api::{ListParams, PostParams},
     runtime::{WatchStreamExt, watcher},
 };
-use kuota::api::constants::QUEUE_NAME_LABEL;
+use kuota::api::constants::{JOB_UID_LABEL, QUEUE_NAME_LABEL};
 use kuota::api::v1beta2::{ClusterQueue, ResourceFlavor, Workload};
 use kuota::k8s::quantity::resource_value;
 use kuota_cluster::{KuotaProcess, TestCluster, delete_ignoring_missing, eventually};
@@ -37,18 +39,11 @@ use serde_json::json;
 use common::json::from_json;
 use common::kueue::{create_cluster_queue, create_flavor, create_local_queue, install_kueue_crds};
 
-/// Jobs in the burst.
-const JOBS: usize = 200;
 /// Each Job's one pod requests this much cpu ...
 const JOB_CPU: &str = "100m";
 /// ... so the ClusterQueue's nominal quota admits ten at a time.
 const NOMINAL_CPU: &str = "1";
 const JOBS_AT_ONCE: usize = 10;
-/// The admitter is killed once this many Workloads have been admitted ...
-const KILL_AFTER_ADMISSIONS: usize = 50;
-/// ... or, on a slow machine, once this many Jobs exist and the queue has been full, so that
-/// it always dies in the middle of the burst.
-const KILL_AFTER_CREATIONS: usize = 120;
 /// Pause between two creations, so the burst is still going when the admitter dies.
 const CREATE_EVERY: Duration = Duration::from_millis(60);
 
@@ -68,6 +63,8 @@ struct Ledger {
     peak: BTreeMap<QuotaKey, i64>,
     violations: Vec<String>,
     events: usize,
+    /// Jobs seen started (unsuspended).
+    starts: usize,
 }
 
 impl Ledger {
@@ -192,6 +189,66 @@ fn watch_quota(api: Api<Workload>, ledger: Arc<Mutex<Ledger>>) -> tokio::task::J
     })
 }
 
+/// Follows every Job change in `jobs`: when a Job is first seen unsuspended, its Workload
+/// (Kueue's `job-uid` label names it), read back from the API server, must be admitted or
+/// already finished.
+fn watch_starts(
+    jobs: Api<Job>,
+    workloads: Api<Workload>,
+    ledger: Arc<Mutex<Ledger>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut suspended: HashMap<String, bool> = HashMap::new();
+        let mut events = watcher(jobs, watcher::Config::default())
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        while let Some(job) = events.next().await {
+            let Ok(job) = job else { continue };
+            let now_suspended = job.spec.as_ref().and_then(|s| s.suspend).unwrap_or(false);
+            let before = suspended.insert(job.name_any(), now_suspended);
+            if now_suspended || before == Some(false) {
+                continue;
+            }
+            let selector = format!("{JOB_UID_LABEL}={}", job.uid().unwrap_or_default());
+            let mut admitted = None;
+            for _ in 0..60 {
+                match workloads
+                    .list(&ListParams::default().labels(&selector))
+                    .await
+                {
+                    Ok(list) => {
+                        admitted = Some(list.items.iter().any(|w| {
+                            is_finished(w)
+                                || w.status.as_ref().is_some_and(|status| {
+                                    status
+                                        .conditions
+                                        .iter()
+                                        .any(|c| c.type_ == "Admitted" && c.status == "True")
+                                })
+                        }));
+                        break;
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+                }
+            }
+            let mut ledger = ledger.lock().expect("ledger lock");
+            ledger.starts += 1;
+            match admitted {
+                Some(true) => {}
+                Some(false) => ledger.violations.push(format!(
+                    "{} started without an admitted Workload",
+                    job.name_any()
+                )),
+                None => ledger.violations.push(format!(
+                    "{} started; its Workload could not be read",
+                    job.name_any()
+                )),
+            }
+        }
+    })
+}
+
 /// A small Job labelled with its queue.
 fn burst_job(name: &str) -> Job {
     from_json(json!({
@@ -211,18 +268,17 @@ fn burst_job(name: &str) -> Job {
     }))
 }
 
-/// True for a failure to reach the webhook (it is down while the admitter restarts).
-fn webhook_unreachable(error: &kube::Error) -> bool {
+/// True for a failure that goes away when the fault does: the webhook unreachable while the
+/// admitter restarts, the API server unreachable or failing while it or etcd restarts.
+fn transient(error: &kube::Error) -> bool {
     match error {
-        kube::Error::Api(status) => {
-            status.code == 500 && status.message.contains("failed calling webhook")
-        }
-        _ => false,
+        kube::Error::Api(status) => status.code >= 500,
+        _ => true,
     }
 }
 
-/// Creates the Job, retrying while the webhook cannot be reached; returns how many attempts
-/// failed. The created Job must have been suspended by the webhook.
+/// Creates the Job, retrying while the fault lasts; returns how many attempts failed. The
+/// created Job must have been suspended by the webhook.
 async fn create_until_done(jobs: &Api<Job>, job: &Job) -> usize {
     let deadline = Instant::now() + Duration::from_secs(180);
     let mut failures = 0;
@@ -234,7 +290,7 @@ async fn create_until_done(jobs: &Api<Job>, job: &Job) -> usize {
                 .get(&job.name_any())
                 .await
                 .expect("get the existing job"),
-            Err(error) if webhook_unreachable(&error) && Instant::now() < deadline => {
+            Err(error) if transient(&error) && Instant::now() < deadline => {
                 failures += 1;
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
@@ -289,8 +345,25 @@ async fn complete_jobs(jobs: &Api<Job>) -> usize {
         .unwrap_or(0)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn killing_the_admitter_during_a_burst_never_exceeds_quota_and_every_job_finishes() {
+/// What goes wrong in the middle of the burst.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// `kuota serve` is killed with SIGKILL and started again 2 s later.
+    KillAdmitter,
+    /// A control-plane component (`kube-apiserver`, `etcd`) is killed with SIGKILL and
+    /// started again 2 s later.
+    RestartComponent(&'static str),
+}
+
+/// One scenario at a time: each starts its own admitter and the restarts stop the whole
+/// control plane.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A burst of `jobs` Jobs into a ClusterQueue that runs ten at a time, with `fault` injected
+/// once a quarter of them were admitted (or, on a slow machine, 60% were created with the
+/// queue full), checked by the watcher throughout.
+async fn burst_with(fault: Fault, jobs_in_burst: usize) {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let cluster = TestCluster::shared().await;
     install_kueue_crds(cluster.plane()).await;
     let ns = cluster.namespace().await;
@@ -311,13 +384,14 @@ async fn killing_the_admitter_during_a_burst_never_exceeds_quota_and_every_job_f
         )]),
         ..Ledger::default()
     }));
-    let watcher = watch_quota(
-        Api::namespaced(client.clone(), ns.name()),
-        Arc::clone(&ledger),
-    );
+    let workloads: Api<Workload> = Api::namespaced(client.clone(), ns.name());
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
+    let watchers = [
+        watch_quota(workloads.clone(), Arc::clone(&ledger)),
+        watch_starts(jobs.clone(), workloads.clone(), Arc::clone(&ledger)),
+    ];
 
     let mut kuota = start_kuota(cluster).await;
-    let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
     wait_for_job_webhook(&jobs).await;
 
     let created = Arc::new(AtomicUsize::new(0));
@@ -329,7 +403,7 @@ async fn killing_the_admitter_during_a_burst_never_exceeds_quota_and_every_job_f
             Arc::clone(&failed_attempts),
         );
         tokio::spawn(async move {
-            for i in 0..JOBS {
+            for i in 0..jobs_in_burst {
                 let failures = create_until_done(&jobs, &burst_job(&format!("burst-{i:03}"))).await;
                 failed_attempts.fetch_add(failures, Ordering::SeqCst);
                 created.fetch_add(1, Ordering::SeqCst);
@@ -339,76 +413,79 @@ async fn killing_the_admitter_during_a_burst_never_exceeds_quota_and_every_job_f
     };
 
     let admitted = || ledger.lock().expect("ledger lock").admitted.len();
+    let fault_after = jobs_in_burst / 4;
     eventually(
         Duration::from_secs(120),
-        &format!("{KILL_AFTER_ADMISSIONS} admissions"),
+        &format!("{fault_after} admissions"),
         || async {
-            admitted() >= KILL_AFTER_ADMISSIONS
-                || (created.load(Ordering::SeqCst) >= KILL_AFTER_CREATIONS
+            admitted() >= fault_after
+                || (created.load(Ordering::SeqCst) >= jobs_in_burst * 3 / 5
                     && admitted() >= JOBS_AT_ONCE)
         },
     )
     .await
     .unwrap_or_else(|e| panic!("{e}; kuota log:\n{}", kuota.process.log_tail(40)));
-    kuota.process.kill_hard();
-    let created_at_kill = created.load(Ordering::SeqCst);
-    let admitted_at_kill = admitted();
-    let holding_at_kill = ledger.lock().expect("ledger lock").holding.len();
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let kuota = start_kuota(cluster).await;
+    let created_at_fault = created.load(Ordering::SeqCst);
+    let admitted_at_fault = admitted();
+    let holding_at_fault = ledger.lock().expect("ledger lock").holding.len();
+    let fault_started = Instant::now();
+    match fault {
+        Fault::KillAdmitter => {
+            kuota.process.kill_hard();
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            kuota = start_kuota(cluster).await;
+        }
+        Fault::RestartComponent(component) => cluster
+            .plane()
+            .crash_and_restart(component, Duration::from_secs(2))
+            .await
+            .unwrap_or_else(|e| panic!("restarting {component}: {e}")),
+    }
+    let recovered_in = fault_started.elapsed();
 
     burst.await.expect("every job is created");
-    assert_eq!(created.load(Ordering::SeqCst), JOBS);
+    assert_eq!(created.load(Ordering::SeqCst), jobs_in_burst);
     assert!(
-        created_at_kill < JOBS,
-        "the admitter died during the burst ({created_at_kill} jobs created by then)"
+        created_at_fault < jobs_in_burst,
+        "the fault came during the burst ({created_at_fault} jobs created by then)"
     );
 
     let finished = eventually(Duration::from_secs(300), "all jobs complete", || async {
-        complete_jobs(&jobs).await == JOBS
+        complete_jobs(&jobs).await == jobs_in_burst
     })
     .await;
     if let Err(error) = finished {
         panic!(
-            "{error}: {} of {JOBS} complete; kuota log:\n{}",
+            "{error}: {} of {jobs_in_burst} complete; kuota log:\n{}",
             complete_jobs(&jobs).await,
             kuota.process.log_tail(40)
         );
     }
-    let workloads: Api<Workload> = Api::namespaced(client.clone(), ns.name());
     eventually(
         Duration::from_secs(60),
-        "all workloads finished",
+        "one finished Workload per Job",
         || async {
-            workloads
-                .list(&ListParams::default())
-                .await
-                .is_ok_and(|list| {
-                    list.items.len() == JOBS
-                        && list.items.iter().all(|w| {
-                            w.status.as_ref().is_some_and(|s| {
-                                s.conditions
-                                    .iter()
-                                    .any(|c| c.type_ == "Finished" && c.status == "True")
-                            })
-                        })
-                })
+            let (Ok(jobs), Ok(workloads)) = (
+                jobs.list(&ListParams::default()).await,
+                workloads.list(&ListParams::default()).await,
+            ) else {
+                return false;
+            };
+            one_finished_workload_per_job(&jobs.items, &workloads.items)
         },
     )
     .await
-    .expect("one finished Workload per Job");
+    .expect("no Workload lost or duplicated, every one finished");
 
-    watcher.abort();
+    for watcher in watchers {
+        watcher.abort();
+    }
     let failed_attempts = failed_attempts.load(Ordering::SeqCst);
-    assert!(
-        failed_attempts > 0,
-        "some creations met the webhook down and were retried"
-    );
     {
         let ledger = ledger.lock().expect("ledger lock");
         assert!(
             ledger.violations.is_empty(),
-            "the ClusterQueue went over its nominal quota {} times:\n{}",
+            "the watcher saw {} violations:\n{}",
             ledger.violations.len(),
             ledger.violations.join("\n")
         );
@@ -418,13 +495,22 @@ async fn killing_the_admitter_during_a_burst_never_exceeds_quota_and_every_job_f
             Some(&1000),
             "the ClusterQueue was full at some point (jobs really queued)"
         );
-        assert_eq!(ledger.admitted.len(), JOBS);
+        assert_eq!(ledger.admitted.len(), jobs_in_burst);
+        assert_eq!(ledger.starts, jobs_in_burst, "every Job started once");
         println!(
-            "killed after {admitted_at_kill} admissions with {created_at_kill} jobs created \
-             and {holding_at_kill} workloads holding quota; \
-             {failed_attempts} creations retried while the webhook was down; \
-             the watcher checked {} workload events",
-            ledger.events
+            "{fault:?} after {admitted_at_fault} admissions with {created_at_fault} jobs created \
+             and {holding_at_fault} workloads holding quota; back in {:.1} s; \
+             {failed_attempts} creations retried meanwhile; the watcher checked {} workload \
+             events and {} job starts",
+            recovered_in.as_secs_f64(),
+            ledger.events,
+            ledger.starts
+        );
+    }
+    if matches!(fault, Fault::KillAdmitter) {
+        assert!(
+            failed_attempts > 0,
+            "some creations met the webhook down and were retried"
         );
     }
 
@@ -435,6 +521,48 @@ async fn killing_the_admitter_during_a_burst_never_exceeds_quota_and_every_job_f
     delete_ignoring_missing(&flavors, &flavor)
         .await
         .expect("delete the flavor");
+}
+
+/// Every Job has exactly one Workload (Kueue's `job-uid` label names it), and it is finished.
+fn one_finished_workload_per_job(jobs: &[Job], workloads: &[Workload]) -> bool {
+    let mut per_job: HashMap<&str, usize> = HashMap::new();
+    for workload in workloads {
+        if !is_finished(workload) {
+            return false;
+        }
+        if let Some(uid) = workload.labels().get(JOB_UID_LABEL) {
+            *per_job.entry(uid.as_str()).or_default() += 1;
+        }
+    }
+    workloads.len() == jobs.len()
+        && jobs.iter().all(|job| {
+            job.uid()
+                .is_some_and(|uid| per_job.get(uid.as_str()) == Some(&1))
+        })
+}
+
+fn is_finished(workload: &Workload) -> bool {
+    workload.status.as_ref().is_some_and(|status| {
+        status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Finished" && c.status == "True")
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn killing_the_admitter_during_a_burst_never_exceeds_quota_and_every_job_finishes() {
+    burst_with(Fault::KillAdmitter, 200).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn restarting_kube_apiserver_during_a_burst_loses_nothing() {
+    burst_with(Fault::RestartComponent("kube-apiserver"), 100).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn restarting_etcd_during_a_burst_loses_nothing() {
+    burst_with(Fault::RestartComponent("etcd"), 100).await;
 }
 
 /// A Workload holding `cpu` of flavor `default` in ClusterQueue `cq`.

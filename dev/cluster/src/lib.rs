@@ -70,6 +70,8 @@ pub enum Error {
     },
     #[error("Kueue's performance runner failed: {0}")]
     Runner(String),
+    #[error("the control plane has no component {0}")]
+    NoComponent(String),
     #[error("timed out after {0:?} waiting for {1}")]
     Timeout(Duration, String),
     #[error("real node: {0}")]
@@ -132,7 +134,7 @@ pub struct ControlPlane {
     api_port: u16,
     server: String,
     kubeconfig: PathBuf,
-    components: Vec<process::Supervised>,
+    components: std::sync::Mutex<Vec<process::Supervised>>,
 }
 
 /// Builds the control plane binaries if the pins changed and returns their directory.
@@ -179,7 +181,7 @@ impl ControlPlane {
             api_port,
             server,
             kubeconfig: kubeconfig.clone(),
-            components: Vec::new(),
+            components: std::sync::Mutex::new(Vec::new()),
         };
         let etcd_url = format!("http://127.0.0.1:{etcd_port}");
         let peer_url = format!("http://127.0.0.1:{peer_port}");
@@ -309,12 +311,44 @@ impl ControlPlane {
     fn spawn(&mut self, component: &str, args: &[String]) -> Result<(), Error> {
         let log = self.dir.join(format!("{component}.log"));
         let child = process::Supervised::spawn(component, &self.bin.join(component), args, &log)?;
-        self.components.push(child);
+        self.lock_components().push(child);
         Ok(())
     }
 
+    fn lock_components(&self) -> std::sync::MutexGuard<'_, Vec<process::Supervised>> {
+        self.components
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Kills `component` (`etcd`, `kube-apiserver`, ...) with SIGKILL, as a crash would,
+    /// starts it again after `down_for` with the same arguments, and waits until the API
+    /// server is ready again.
+    pub async fn crash_and_restart(
+        &self,
+        component: &str,
+        down_for: Duration,
+    ) -> Result<(), Error> {
+        let index = self
+            .lock_components()
+            .iter()
+            .position(|c| c.name == component)
+            .ok_or_else(|| Error::NoComponent(component.to_owned()))?;
+        let mut killed = self.lock_components().remove(index);
+        killed.kill_hard();
+        tokio::time::sleep(down_for).await;
+        let restarted = killed.respawn()?;
+        self.lock_components().insert(index, restarted);
+        let client = self.client().await?;
+        self.wait_ready(component, Duration::from_secs(120), || {
+            let client = client.clone();
+            async move { api_ready(&client).await }
+        })
+        .await
+    }
+
     async fn wait_ready<F, Fut>(
-        &mut self,
+        &self,
         component: &str,
         timeout: Duration,
         mut probe: F,
@@ -329,13 +363,13 @@ impl ControlPlane {
                 return Ok(());
             }
             let exited = self
-                .components
+                .lock_components()
                 .iter_mut()
                 .find(|c| c.name == component)
                 .is_some_and(|c| !c.is_running());
             if exited || Instant::now() > deadline {
                 let log = self
-                    .components
+                    .lock_components()
                     .iter()
                     .find(|c| c.name == component)
                     .map(|c| c.log_tail(30))
@@ -510,8 +544,9 @@ impl ControlPlane {
     }
 
     /// Stops every component, newest first, and removes the state directory.
-    pub fn stop(mut self) {
-        while let Some(component) = self.components.pop() {
+    pub fn stop(self) {
+        let components = std::mem::take(&mut *self.lock_components());
+        for component in components.into_iter().rev() {
             component.stop(Duration::from_secs(10));
         }
         let _ = std::fs::remove_dir_all(&self.dir);

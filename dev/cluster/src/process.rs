@@ -39,13 +39,26 @@ stop
 pub struct Supervised {
     pub name: String,
     pub log: PathBuf,
+    program: PathBuf,
+    args: Vec<String>,
     watchdog: Child,
 }
 
 impl Supervised {
-    /// Starts `program args...` with stdout and stderr appended to `log`.
+    /// Starts `program args...` with stdout and stderr written to a new `log`.
     pub fn spawn(name: &str, program: &Path, args: &[String], log: &Path) -> Result<Self, Error> {
         File::create(log)?;
+        Self::start(name, program, args, log)
+    }
+
+    /// Starts the same program again, as a restart after a crash would, its output appended
+    /// to the same log.
+    pub fn respawn(&self) -> Result<Self, Error> {
+        Self::start(&self.name, &self.program, &self.args, &self.log)
+    }
+
+    fn start(name: &str, program: &Path, args: &[String], log: &Path) -> Result<Self, Error> {
+        let _ = std::fs::remove_file(format!("{}.pid", log.display()));
         let watchdog = Command::new("sh")
             .arg("-c")
             .arg(WATCHDOG)
@@ -61,6 +74,8 @@ impl Supervised {
         Ok(Self {
             name: name.to_string(),
             log: log.to_path_buf(),
+            program: program.to_path_buf(),
+            args: args.to_vec(),
             watchdog,
         })
     }
