@@ -1,5 +1,6 @@
 //! Faults during a burst of small Jobs, each followed by an independent watcher: the admitter
-//! (`kuota serve`) killed with SIGKILL and started again, and the control plane's own
+//! (`kuota serve`) killed with SIGKILL mid-burst and again during its restart, and the control
+//! plane's own
 //! kube-apiserver and etcd killed and restarted. The watcher is this test process's own
 //! watches, not Kuota's code: it checks on every change that no ClusterQueue holds more than
 //! its nominal quota and that no Job is started without an admitted Workload; at the end every
@@ -44,6 +45,8 @@ const JOB_CPU: &str = "100m";
 /// ... so the ClusterQueue's nominal quota admits ten at a time.
 const NOMINAL_CPU: &str = "1";
 const JOBS_AT_ONCE: usize = 10;
+/// How long the second admitter runs before it is killed during its start-up.
+const STARTING_FOR: Duration = Duration::from_millis(300);
 /// Pause between two creations, so the burst is still going when the admitter dies.
 const CREATE_EVERY: Duration = Duration::from_millis(60);
 
@@ -348,7 +351,8 @@ async fn complete_jobs(jobs: &Api<Job>) -> usize {
 /// What goes wrong in the middle of the burst.
 #[derive(Clone, Copy, Debug)]
 enum Fault {
-    /// `kuota serve` is killed with SIGKILL and started again 2 s later.
+    /// `kuota serve` is killed with SIGKILL, started again 2 s later and killed again while
+    /// it starts, then started for good.
     KillAdmitter,
     /// A control-plane component (`kube-apiserver`, `etcd`) is killed with SIGKILL and
     /// started again 2 s later.
@@ -433,6 +437,14 @@ async fn burst_with(fault: Fault, jobs_in_burst: usize) {
         Fault::KillAdmitter => {
             kuota.process.kill_hard();
             tokio::time::sleep(Duration::from_secs(2)).await;
+            // Killed again while starting (making its certificates, syncing its caches).
+            let mut starting = cluster
+                .plane()
+                .launch_kuota(Path::new(env!("CARGO_BIN_EXE_kuota")), &[])
+                .await
+                .expect("kuota serve is launched");
+            tokio::time::sleep(STARTING_FOR).await;
+            starting.process.kill_hard();
             kuota = start_kuota(cluster).await;
         }
         Fault::RestartComponent(component) => cluster

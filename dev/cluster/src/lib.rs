@@ -488,10 +488,9 @@ impl ControlPlane {
         Ok(())
     }
 
-    /// Starts `kuota serve` (the binary at `binary`) out of cluster against this control plane
-    /// and waits until its readiness probe passes. Creates the `kueue-system` namespace it
-    /// keeps its Lease in.
-    pub async fn start_kuota(
+    /// Starts `kuota serve` (the binary at `binary`) out of cluster against this control plane,
+    /// without waiting for it. Creates the `kueue-system` namespace it keeps its Lease in.
+    pub async fn launch_kuota(
         &self,
         binary: &Path,
         extra_args: &[&str],
@@ -523,24 +522,34 @@ impl ControlPlane {
             KUOTA_NAMESPACE.to_string(),
         ]);
         let log = self.dir.join(format!("kuota-{webhook_port}.log"));
-        let mut process = process::Supervised::spawn("kuota", binary, &args, &log)?;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !http_get_ok(health_port, "/readyz") {
-            if !process.is_running() || Instant::now() > deadline {
-                return Err(Error::NotReady {
-                    component: "kuota".into(),
-                    seconds: 60,
-                    log: process.log_tail(30),
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let process = process::Supervised::spawn("kuota", binary, &args, &log)?;
         Ok(KuotaProcess {
             process,
             webhook_port,
             health_port,
             metrics_port,
         })
+    }
+
+    /// Starts `kuota serve` as [`Self::launch_kuota`] does and waits until it is ready.
+    pub async fn start_kuota(
+        &self,
+        binary: &Path,
+        extra_args: &[&str],
+    ) -> Result<KuotaProcess, Error> {
+        let mut kuota = self.launch_kuota(binary, extra_args).await?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !http_get_ok(kuota.health_port, "/readyz") {
+            if !kuota.process.is_running() || Instant::now() > deadline {
+                return Err(Error::NotReady {
+                    component: "kuota".into(),
+                    seconds: 60,
+                    log: kuota.process.log_tail(30),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(kuota)
     }
 
     /// Stops every component, newest first, and removes the state directory.
