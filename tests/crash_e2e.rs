@@ -1,10 +1,9 @@
 //! Faults during a burst of small Jobs, each followed by an independent watcher: the admitter
 //! (`kuota serve`) killed with SIGKILL mid-burst and again during its restart, and the control
-//! plane's own
-//! kube-apiserver and etcd killed and restarted. The watcher is this test process's own
-//! watches, not Kuota's code: it checks on every change that no ClusterQueue holds more than
-//! its nominal quota and that no Job is started without an admitted Workload; at the end every
-//! Job has completed with exactly one finished Workload.
+//! plane's own kube-apiserver and etcd killed and restarted. The watcher is this test
+//! process's own watches, not Kuota's code: it checks on every change that no ClusterQueue
+//! holds more than its nominal quota and that no Job is started without an admitted Workload;
+//! at the end every Job has completed with exactly one finished Workload.
 //!
 //! Admitted state lives only in `Workload.status.admission`, so a restarted admitter must
 //! rebuild the usage from the API before admitting anything.
