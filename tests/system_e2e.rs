@@ -677,7 +677,7 @@ fn no_reservation() -> Option<(String, String, String)> {
 }
 
 fn is_finished(workload: &Workload) -> bool {
-    condition(workload, "Finished").is_some_and(|c| c.status == "True")
+    workload.is_condition_true("Finished")
 }
 
 fn waiting_for_quota(workload: &Workload) -> bool {
@@ -1001,9 +1001,7 @@ async fn a_higher_priority_job_preempts_a_lower_one_whose_job_is_suspended_again
         high_job.uid().expect("uid"),
     );
     let victim = env
-        .wait_for_workload("low-2", "evicted", |w| {
-            condition(w, "Evicted").is_some_and(|c| c.status == "True")
-        })
+        .wait_for_workload("low-2", "evicted", |w| w.is_condition_true("Evicted"))
         .await;
     assert_eq!(
         condition_triple(&victim, "Evicted"),
@@ -1197,7 +1195,7 @@ async fn a_deactivated_job_stops_and_frees_its_quota_and_runs_again_once_reactiv
     );
     let requeued = env
         .wait_for_workload("first", "requeued, waiting for quota", |w| {
-            waiting_for_quota(w) && condition(w, "Requeued").is_some_and(|c| c.status == "True")
+            waiting_for_quota(w) && w.is_condition_true("Requeued")
         })
         .await;
     assert_eq!(
@@ -1294,7 +1292,7 @@ async fn stopped_queues_hold_or_drain_and_requeue_their_workloads_once_restarted
     kueuectl_queue(&env, "resume", "localqueue", "lq", &[]);
     let restarted = env
         .wait_for_workload("first", "requeued and admitted", |w| {
-            is_admitted(w) && condition(w, "Requeued").is_some_and(|c| c.status == "True")
+            is_admitted(w) && w.is_condition_true("Requeued")
         })
         .await;
     assert_eq!(
@@ -1327,7 +1325,7 @@ async fn stopped_queues_hold_or_drain_and_requeue_their_workloads_once_restarted
     for job in ["first", "second"] {
         let restarted = env
             .wait_for_workload(job, "requeued and admitted", |w| {
-                is_admitted(w) && condition(w, "Requeued").is_some_and(|c| c.status == "True")
+                is_admitted(w) && w.is_condition_true("Requeued")
             })
             .await;
         assert_eq!(
@@ -1379,7 +1377,7 @@ async fn admission_checks_gate_admission_retry_evicts_and_rejection_deactivates(
     env.submit(&TestJob::new("checked", "lq", "1").keep_running());
     let reserved = env
         .wait_for_workload("checked", "quota reserved", |w| {
-            condition(w, "QuotaReserved").is_some_and(|c| c.status == "True")
+            w.is_condition_true("QuotaReserved")
         })
         .await;
     assert_eq!(
@@ -1411,9 +1409,7 @@ async fn admission_checks_gate_admission_retry_evicts_and_rejection_deactivates(
     let retry =
         format!("Evicted due to AdmissionCheck in Retry state: \"{check}\" (capacity was lost)");
     let evicted = env
-        .wait_for_workload("checked", "evicted", |w| {
-            condition(w, "Evicted").is_some_and(|c| c.status == "True")
-        })
+        .wait_for_workload("checked", "evicted", |w| w.is_condition_true("Evicted"))
         .await;
     assert_eq!(
         condition_triple(&evicted, "Evicted"),
@@ -1422,7 +1418,7 @@ async fn admission_checks_gate_admission_retry_evicts_and_rejection_deactivates(
     env.wait_until_pods_gone("checked").await;
     let again = env
         .wait_for_workload("checked", "quota reserved again", |w| {
-            condition(w, "QuotaReserved").is_some_and(|c| c.status == "True")
+            w.is_condition_true("QuotaReserved")
                 && condition(w, "Evicted").is_some_and(|c| c.status == "False")
         })
         .await;
@@ -1764,7 +1760,7 @@ async fn provisioning_request_check_asks_the_autoscaler_before_admitting() {
     env.submit(&TestJob::new("provisioned", "lq", "1").keep_running());
     let reserved = env
         .wait_for_workload("provisioned", "quota reserved", |w| {
-            condition(w, "QuotaReserved").is_some_and(|c| c.status == "True")
+            w.is_condition_true("QuotaReserved")
         })
         .await;
     let workload = reserved.name_any();
@@ -1880,7 +1876,7 @@ async fn provisioning_request_check_asks_the_autoscaler_before_admitting() {
     env.submit(&TestJob::new("unlucky", "lq", "1").keep_running());
     let unlucky = env
         .wait_for_workload("unlucky", "quota reserved", |w| {
-            condition(w, "QuotaReserved").is_some_and(|c| c.status == "True")
+            w.is_condition_true("QuotaReserved")
         })
         .await
         .name_any();
@@ -1889,7 +1885,7 @@ async fn provisioning_request_check_asks_the_autoscaler_before_admitting() {
     set_request_condition(&requests, &attempt(1), ("Failed", "no capacity")).await;
     let evicted = env
         .wait_for_workload("unlucky", "evicted for a retry", |w| {
-            condition(w, "Evicted").is_some_and(|c| c.status == "True")
+            w.is_condition_true("Evicted")
         })
         .await;
     assert_eq!(
