@@ -543,7 +543,7 @@ fn provision(
             parameters.insert(parameter.to_owned(), value.clone());
         }
     }
-    let mut merged: Vec<(&PodSet, i32)> = Vec::new();
+    let mut merged: Vec<(&PodSet, &PodSetAssignment, i32)> = Vec::new();
     for pod_set in requested_pod_sets(workload, config) {
         let assignment = admission
             .pod_set_assignments
@@ -557,22 +557,17 @@ fn provision(
         let joined = config.spec.pod_set_merge_policy.and_then(|policy| {
             merged
                 .iter_mut()
-                .find(|(kept, _)| can_merge(kept, pod_set, policy))
+                .find(|(kept, _, _)| can_merge(kept, pod_set, policy))
         });
         match joined {
-            Some((_, total)) => *total += count,
-            None => merged.push((pod_set, count)),
+            Some((_, _, total)) => *total += count,
+            None => merged.push((pod_set, assignment, count)),
         }
     }
     let mut templates = Vec::new();
     let mut pod_sets = Vec::new();
-    for (pod_set, count) in merged {
+    for (pod_set, assignment, count) in merged {
         let template_name = template_name(&name, &pod_set.name);
-        let assignment = admission
-            .pod_set_assignments
-            .iter()
-            .find(|assignment| assignment.name == pod_set.name)
-            .ok_or_else(|| format!("PodSet {:?} has no assignment", pod_set.name))?;
         let mut info = PodSetInfo {
             name: pod_set.name.clone(),
             count,
@@ -664,27 +659,18 @@ fn can_merge(a: &PodSet, b: &PodSet, policy: PodSetMergePolicy) -> bool {
     }
 }
 
-/// Kueue's `UseLimitsAsMissingRequestsInPod`: a limit without a request becomes the request.
+/// Kueue's `UseLimitsAsMissingRequestsInPod`: a limit without a request becomes the request,
+/// in every container, init container and the pod-level resources.
 fn use_limits_as_missing_requests(spec: &mut PodSpec) {
     let containers = spec
         .containers
         .iter_mut()
-        .chain(spec.init_containers.iter_mut().flatten());
-    for container in containers {
-        let Some(resources) = container.resources.as_mut() else {
-            continue;
-        };
+        .chain(spec.init_containers.iter_mut().flatten())
+        .filter_map(|container| container.resources.as_mut());
+    for resources in containers.chain(spec.resources.as_mut()) {
         let Some(limits) = resources.limits.clone() else {
             continue;
         };
-        let requests = resources.requests.get_or_insert_default();
-        for (name, quantity) in limits {
-            requests.entry(name).or_insert(quantity);
-        }
-    }
-    if let Some(resources) = spec.resources.as_mut()
-        && let Some(limits) = resources.limits.clone()
-    {
         let requests = resources.requests.get_or_insert_default();
         for (name, quantity) in limits {
             requests.entry(name).or_insert(quantity);

@@ -157,24 +157,26 @@ fn states_written(actions: &[Action]) -> Vec<(CheckState, String, Option<i32>, O
         .collect()
 }
 
+/// Names of the requests the actions create, and of those they delete.
+fn requests_changed(actions: &[Action]) -> (Vec<String>, Vec<String>) {
+    let mut created = Vec::new();
+    let mut deleted = Vec::new();
+    for action in actions {
+        match action {
+            Action::Provision { request, .. } => created.push(request.name_any()),
+            Action::Delete { name, .. } => deleted.push(name.clone()),
+            _ => {}
+        }
+    }
+    (created, deleted)
+}
+
 fn created_requests(actions: &[Action]) -> Vec<String> {
-    actions
-        .iter()
-        .filter_map(|action| match action {
-            Action::Provision { request, .. } => Some(request.name_any()),
-            _ => None,
-        })
-        .collect()
+    requests_changed(actions).0
 }
 
 fn deleted(actions: &[Action]) -> Vec<String> {
-    actions
-        .iter()
-        .filter_map(|action| match action {
-            Action::Delete { name, .. } => Some(name.clone()),
-            _ => None,
-        })
-        .collect()
+    requests_changed(actions).1
 }
 
 #[test]
