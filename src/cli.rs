@@ -1,4 +1,4 @@
-//! Command line: global flags and the `serve`, `crds`, `certs` and `version` subcommands. Every
+//! Command line: global flags and the `serve`, `explain`, `crds`, `certs` and `version` subcommands. Every
 //! flag can also come from a `KUOTA_*` environment variable (the flag wins).
 
 use std::path::PathBuf;
@@ -63,8 +63,25 @@ pub enum Command {
     /// ResourceFlavor and Workload, so that uninstalling can delete their CRDs once the
     /// controller, which would remove it, is gone (the chart's pre-delete hook runs it).
     ReleaseFinalizers,
+    /// Say in one line why a job is not running and what it waits for, e.g.
+    /// `kuota explain job/train -n team-a` (also `kubectl kuota explain ...` with the binary
+    /// installed as `kubectl-kuota`).
+    Explain(ExplainArgs),
     /// Print the version.
     Version,
+}
+
+/// Arguments of `kuota explain`.
+#[derive(Clone, Debug, Args)]
+pub struct ExplainArgs {
+    /// `KIND/NAME`: a job of any framework Kuota integrates (`job/train`, `rayjob/r`,
+    /// `jobs.batch/train`) or a Workload (`workload/NAME`).
+    #[arg(value_name = "KIND/NAME")]
+    pub target: String,
+
+    /// The namespace; the kubeconfig context's by default.
+    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
 }
 
 /// Flags of `kuota serve`; each overrides the configuration file.
@@ -95,6 +112,11 @@ pub struct ServeArgs {
     /// Metrics listen address, `[host]:port` or `0` to disable (`metrics.bindAddress`).
     #[arg(long, env = "KUOTA_METRICS_ADDR", value_name = "ADDR")]
     pub metrics_addr: Option<String>,
+
+    /// Visibility API listen address, `[host]:port` (`visibilityServer.bindAddress` and
+    /// `bindPort`).
+    #[arg(long, env = "KUOTA_VISIBILITY_ADDR", value_name = "ADDR")]
+    pub visibility_addr: Option<String>,
 
     /// Namespace Kuota runs in (`namespace`).
     #[arg(long, env = "KUOTA_NAMESPACE", value_name = "NAMESPACE")]
@@ -157,6 +179,7 @@ impl ServeArgs {
             webhook_port: self.webhook_port,
             health_probe_bind_address: self.health_probe_addr.clone(),
             metrics_bind_address: self.metrics_addr.clone(),
+            visibility_bind_address: self.visibility_addr.clone(),
             leader_elect: self.no_leader_elect.then_some(false),
         }
     }
@@ -172,6 +195,7 @@ impl Cli {
                 Command::Serve(serve) => serve.overrides(),
                 Command::Crds(_)
                 | Command::Certs(_)
+                | Command::Explain(_)
                 | Command::ReleaseFinalizers
                 | Command::Version => Overrides::default(),
             },
@@ -253,6 +277,8 @@ mod tests {
             "127.0.0.1:18081",
             "--metrics-addr",
             "0",
+            "--visibility-addr",
+            "0.0.0.0:18082",
             "--namespace",
             "kuota-dev",
             "--no-leader-elect",
@@ -271,6 +297,7 @@ mod tests {
                 webhook_port: Some(10443),
                 health_probe_bind_address: Some("127.0.0.1:18081".into()),
                 metrics_bind_address: Some("0".into()),
+                visibility_bind_address: Some("0.0.0.0:18082".into()),
                 leader_elect: Some(false),
             }
         );

@@ -17,6 +17,7 @@ pub mod telemetry;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod tls;
+pub mod visibility;
 pub mod webhook;
 
 pub use run::run;

@@ -19,6 +19,8 @@ pub enum Error {
     Certs(#[from] crate::tls::certs::CertError),
     #[error(transparent)]
     Serve(#[from] crate::serve::ServeError),
+    #[error(transparent)]
+    Explain(#[from] crate::visibility::explain::ExplainError),
     #[error("writing output: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -59,6 +61,18 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             let released =
                 runtime.block_on(crate::serve::release_finalizers(cli.kubeconfig.as_deref()))?;
             eprintln!("released the resource-in-use finalizer of {released} objects");
+            Ok(())
+        }
+        Command::Explain(args) => {
+            let config = cli.load_config()?;
+            let runtime = tokio::runtime::Runtime::new()?;
+            let line = runtime.block_on(crate::serve::explain(
+                &config,
+                cli.kubeconfig.as_deref(),
+                &args.target,
+                args.namespace.as_deref(),
+            ))?;
+            println!("{line}");
             Ok(())
         }
         Command::Serve(args) => {

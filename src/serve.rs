@@ -27,6 +27,7 @@ use crate::{
         certs::{CA_COMMON_NAME, CA_ORGANIZATION, CertificateAuthority},
         manager::{CertManager, CertManagerConfig},
     },
+    visibility::{self, VisibilityServerHandle},
     webhook::{
         self, ApiServerReviewer, MetricsAuthorizer, MetricsServerHandle, Readiness, TlsSource,
         WebhookServerConfig, WebhookState, metrics_server::default_cert_dir,
@@ -55,6 +56,10 @@ pub enum ServeError {
     Server(#[from] webhook::ServerError),
     #[error("{0}")]
     Metrics(#[from] webhook::MetricsServerError),
+    #[error("{0}")]
+    VisibilityStart(#[from] visibility::VisibilityStartError),
+    #[error("{0}")]
+    Visibility(#[from] visibility::VisibilityServerError),
     #[error("--webhook-url {0}: {1}")]
     WebhookUrl(Uri, &'static str),
 }
@@ -130,6 +135,7 @@ pub async fn serve(
     let server = webhook::serve(server_config, state, readiness.clone()).await?;
     tracing::info!(address = %server.webhook_address(), health = %server.health_address(), "webhook serving");
     let metrics_server = serve_metrics(&config, &client, &metrics).await?;
+    let visibility_server = visibility::start(&client, &config, &stores).await?;
 
     if let Some((manager, bundle)) = rotation {
         tokio::spawn(manager.run(server.tls().clone(), bundle));
@@ -160,7 +166,7 @@ pub async fn serve(
         },
     ));
 
-    let result = run_servers(server, metrics_server).await;
+    let result = run_servers(server, metrics_server, visibility_server).await;
     let _ = stop_admitter.send(());
     if tokio::time::timeout(Duration::from_secs(5), admitter)
         .await
@@ -205,6 +211,7 @@ async fn serve_metrics(
 async fn run_servers(
     webhook: webhook::ServerHandle,
     metrics: Option<MetricsServerHandle>,
+    visibility: Option<VisibilityServerHandle>,
 ) -> Result<(), ServeError> {
     let (stopping, _) = tokio::sync::watch::channel(false);
     let stop_requested = || {
@@ -233,8 +240,16 @@ async fn run_servers(
         stopping.send_replace(true);
         result.map_err(ServeError::from)
     };
-    let ((), webhook, metrics) = tokio::join!(signal, webhook, metrics);
-    webhook.and(metrics)
+    let visibility = async {
+        let Some(visibility) = visibility else {
+            return Ok(());
+        };
+        let result = visibility.run_until(stop_requested()).await;
+        stopping.send_replace(true);
+        result.map_err(ServeError::from)
+    };
+    let ((), webhook, metrics, visibility) = tokio::join!(signal, webhook, metrics, visibility);
+    webhook.and(metrics).and(visibility)
 }
 
 /// Removes Kuota's resource-in-use finalizer from every ClusterQueue, ResourceFlavor and
@@ -259,6 +274,31 @@ pub async fn release_finalizers(kubeconfig: Option<&std::path::Path>) -> Result<
     let flavors = Api::<v1beta2::ResourceFlavor>::all(client.clone());
     let flavors = release(&flavors, |_| flavors.clone(), RESOURCE_IN_USE_FINALIZER).await?;
     Ok(workloads + cluster_queues + flavors)
+}
+
+/// `kuota explain`: the line for `target` (`KIND/NAME`) in `namespace` (the kubeconfig
+/// context's by default).
+pub async fn explain(
+    config: &Configuration,
+    kubeconfig: Option<&std::path::Path>,
+    target: &str,
+    namespace: Option<&str>,
+) -> Result<String, visibility::explain::ExplainError> {
+    use crate::quota::from_api::{ConversionOptions, scheduler_config};
+    use visibility::explain;
+    let (kind, name) = explain::parse_target(target)?;
+    let client = client(kubeconfig)
+        .await
+        .map_err(|error| explain::ExplainError::Client(error.to_string()))?;
+    let namespace = namespace.unwrap_or(client.default_namespace()).to_owned();
+    let (subject, state) = explain::read(&client, &namespace, kind, &name).await?;
+    Ok(explain::explain(
+        &subject,
+        &state,
+        &ConversionOptions::from_config(config),
+        scheduler_config(config),
+        jiff::Timestamp::now(),
+    ))
 }
 
 async fn client(kubeconfig: Option<&std::path::Path>) -> Result<Client, ServeError> {

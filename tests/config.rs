@@ -108,6 +108,7 @@ fn kueue_defaults() -> Configuration {
             readiness_endpoint_name: "/readyz".into(),
             liveness_endpoint_name: "/healthz".into(),
         },
+        visibility_server: any_address(8082),
         leader_election: LeaderElection {
             leader_elect: true,
             resource_name: "c1f6bfd2.kueue.x-k8s.io".into(),
@@ -277,6 +278,7 @@ fn full_v1beta2_file_loads() {
             readiness_endpoint_name: "/ready".into(),
             liveness_endpoint_name: "/live".into(),
         },
+        visibility_server: any_address(8082),
         leader_election: LeaderElection {
             leader_elect: true,
             resource_name: "kuota-leader".into(),
@@ -417,12 +419,17 @@ fn kueue_sample_loads_with_ignored_sections_reported() {
     let configuration = load("kueue-sample-v1beta2.yaml", &LoadOptions::default()).unwrap();
     assert_eq!(configuration.controller.group_kind_concurrency.len(), 7);
     assert_eq!(
+        configuration
+            .visibility_server
+            .map(|address| address.socket_addr().to_string()),
+        Some("0.0.0.0:8082".to_owned())
+    );
+    assert_eq!(
         configuration.warnings,
         [
             "pprofBindAddress is ignored: Kuota serves no pprof endpoint",
             "tls is ignored: Kuota's webhook uses its own TLS settings (TLS 1.2 or newer)",
             "multiKueue is ignored: Kuota does not implement MultiKueue",
-            "visibilityServer is ignored: Kuota serves no visibility API",
             "clientConnection is ignored: Kuota's API client has no client-side rate limit",
         ]
     );
@@ -503,6 +510,7 @@ fn fallback_namespace_and_overrides_feed_the_defaults() {
             webhook_port: Some(8443),
             health_probe_bind_address: Some("0".into()),
             metrics_bind_address: Some("localhost:9100".into()),
+            visibility_bind_address: Some("127.0.0.1:18082".into()),
             leader_elect: Some(false),
         },
         ..options
@@ -517,6 +525,13 @@ fn fallback_namespace_and_overrides_feed_the_defaults() {
         Some(BindAddress {
             host: Some(IpAddr::from([127, 0, 0, 1])),
             port: 9100
+        })
+    );
+    assert_eq!(
+        configuration.visibility_server,
+        Some(BindAddress {
+            host: Some(IpAddr::from([127, 0, 0, 1])),
+            port: 18082
         })
     );
     assert!(!configuration.leader_election.leader_elect);
@@ -850,4 +865,29 @@ fn broken_configurations_report_exact_lines() {
         let lines: Vec<String> = error.to_string().lines().map(str::to_owned).collect();
         assert_eq!(lines, case.lines, "{}", case.name);
     }
+}
+
+#[test]
+fn the_visibility_server_listens_where_configured_unless_its_gate_is_off() {
+    let yaml = format!("{HEADER}visibilityServer:\n  bindAddress: 10.0.0.5\n  bindPort: 9082\n");
+    let configuration = Configuration::from_yaml(&yaml, &LoadOptions::default()).unwrap();
+    assert_eq!(
+        configuration.visibility_server,
+        Some(BindAddress {
+            host: Some(IpAddr::from([10, 0, 0, 5])),
+            port: 9082
+        })
+    );
+    assert_eq!(configuration.warnings, Vec::<String>::new());
+
+    let off = format!("{HEADER}featureGates:\n  VisibilityOnDemand: false\n");
+    let configuration = Configuration::from_yaml(&off, &LoadOptions::default()).unwrap();
+    assert_eq!(configuration.visibility_server, None);
+
+    let bad = format!("{HEADER}visibilityServer:\n  bindPort: 70000\n  bindAddress: nowhere\n");
+    let error = Configuration::from_yaml(&bad, &LoadOptions::default()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "visibilityServer.bindPort: Invalid value: 70000: must be between 1 and 65535, inclusive\nvisibilityServer.bindAddress: Invalid value: \"nowhere\": host must be empty, \"localhost\" or an IP address"
+    );
 }

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use kuota::config::{BindAddress, Configuration, GoDuration, LoadOptions};
+use kuota::config::{ApiVersion, BindAddress, Configuration, GoDuration, LoadOptions};
 use kuota::metrics::{
     AttemptLabels, ClusterQueueLabels, ClusterQueueStatusLabels, EvictionLabels, LocalQueueGauges,
     LocalQueueResource, MetricsRegistry, PreemptionLabels, PriorityLabels, ReplicaRole,
@@ -152,6 +152,16 @@ fn kuota_view(config: &Configuration) -> Value {
         "queueReferencePolicy": config.queue_reference_policy.as_str(),
     });
     let fields = view.as_object_mut().expect("an object");
+    // Kueue's v1beta1 Configuration has no visibilityServer section to show.
+    if let Some(address) = config.visibility_server
+        && config.api_version != Some(ApiVersion::V1beta1)
+    {
+        let mut server = json!({"bindPort": address.port});
+        if let Some(host) = address.host {
+            server["bindAddress"] = json!(host.to_string());
+        }
+        fields.insert("visibilityServer".to_owned(), server);
+    }
     if let Some(wait) = &config.wait_for_pods_ready {
         let strategy = &wait.requeuing_strategy;
         let mut requeuing = json!({

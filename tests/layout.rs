@@ -26,6 +26,12 @@ fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
             "admitter",
             &["api", "config", "jobs", "k8s", "metrics", "quota", "stores"][..],
         ),
+        (
+            "visibility",
+            &[
+                "admitter", "api", "config", "jobs", "k8s", "quota", "stores", "tls", "webhook",
+            ][..],
+        ),
     ])
 }
 

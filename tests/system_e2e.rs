@@ -82,6 +82,10 @@ async fn system() -> &'static TestCluster {
                 .start_kuota(Path::new(env!("CARGO_BIN_EXE_kuota")), &[])
                 .await
                 .expect("kuota serve starts");
+            plane
+                .register_visibility(kuota.visibility_port)
+                .await
+                .expect("the visibility API is registered");
             wait_for_job_webhook(cluster).await;
             kuota
         })
@@ -1996,5 +2000,339 @@ async fn a_job_past_its_maximum_execution_time_is_deactivated_and_frees_its_quot
         .delete("bounded", &Default::default())
         .await
         .expect("delete job");
+    env.cleanup().await;
+}
+
+/// `kubectl get --raw PATH` in this cluster: stdout, or stderr on a failure.
+fn get_raw(env: &Env, path: &str, user: Option<&str>) -> Result<Value, String> {
+    let mut command = env.cluster.kubectl();
+    command.args(["get", "--raw", path]);
+    if let Some(user) = user {
+        command.arg(format!("--as={user}"));
+    }
+    let output = command.output().expect("run kubectl");
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).trim().to_owned());
+    }
+    Ok(serde_json::from_slice(&output.stdout).expect("a JSON answer"))
+}
+
+/// `(job, local queue, priority, position in ClusterQueue, position in LocalQueue)` of each
+/// item of a `PendingWorkloadsSummary`, the job read from the Workload's owner.
+fn pending_rows(summary: &Value) -> Vec<(String, String, i64, i64, i64)> {
+    assert_eq!(summary["kind"], "PendingWorkloadsSummary", "{summary}");
+    summary["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|item| {
+            (
+                item["metadata"]["ownerReferences"][0]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                item["localQueueName"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                item["priority"].as_i64().unwrap_or(-1),
+                item["positionInClusterQueue"].as_i64().unwrap_or(-1),
+                item["positionInLocalQueue"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect()
+}
+
+fn pending_row(
+    job: &str,
+    queue: &str,
+    priority: i64,
+    in_cq: i64,
+    in_lq: i64,
+) -> (String, String, i64, i64, i64) {
+    (job.to_owned(), queue.to_owned(), priority, in_cq, in_lq)
+}
+
+#[tokio::test]
+async fn the_visibility_api_lists_pending_jobs_in_the_order_they_are_then_admitted() {
+    let mut env = env().await;
+    let cq = env.first_job_running("1").await;
+    let out = env.kueuectl(&["create", "localqueue", "other", "-c", &cq]);
+    assert_eq!(out.trim(), "localqueue.kueue.x-k8s.io/other created");
+    let urgent_class = env.priority_class("urgent", 100).await;
+    // A second apart: creation timestamps have second precision and order equal priorities.
+    for (job, queue) in [
+        ("low-1", "lq"),
+        ("other-1", "other"),
+        ("urgent", "lq"),
+        ("low-2", "lq"),
+    ] {
+        let mut test_job = TestJob::new(job, queue, "1").keep_running();
+        if job == "urgent" {
+            test_job = test_job.priority(&urgent_class);
+        }
+        env.submit(&test_job);
+        env.wait_for_workload(job, "waiting for quota", waiting_for_quota)
+            .await;
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+
+    let cq_path =
+        format!("/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{cq}/pendingworkloads");
+    let summary = get_raw(&env, &cq_path, None).expect("pending workloads of the ClusterQueue");
+    println!("$ kubectl get --raw {cq_path}\n{summary:#}");
+    assert_eq!(
+        pending_rows(&summary),
+        [
+            pending_row("urgent", "lq", 100, 0, 0),
+            pending_row("low-1", "lq", 0, 1, 1),
+            pending_row("other-1", "other", 0, 2, 0),
+            pending_row("low-2", "lq", 0, 3, 2),
+        ]
+    );
+    let lq_path = format!(
+        "/apis/visibility.kueue.x-k8s.io/v1beta1/namespaces/{}/localqueues/lq/pendingworkloads?offset=1",
+        env.ns.name()
+    );
+    let page = get_raw(&env, &lq_path, None).expect("pending workloads of the LocalQueue");
+    assert_eq!(page["apiVersion"], "visibility.kueue.x-k8s.io/v1beta1");
+    assert_eq!(
+        pending_rows(&page),
+        [
+            pending_row("low-1", "lq", 0, 1, 1),
+            pending_row("low-2", "lq", 0, 3, 2)
+        ]
+    );
+
+    // Kueue's plugin shows each pending workload's position in its LocalQueue.
+    let (columns, rows) = parse_table(&env.kueuectl(&["list", "workload"]));
+    let column = |name: &str| columns.iter().position(|c| c == name).expect(name);
+    let (job, status, position) = (
+        column("JOB NAME"),
+        column("STATUS"),
+        column("POSITION IN QUEUE"),
+    );
+    let mut listed: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|row| (row[job].clone(), row[status].clone(), row[position].clone()))
+        .collect();
+    listed.sort();
+    let entry = |job: &str, status: &str, position: &str| {
+        (job.to_owned(), status.to_owned(), position.to_owned())
+    };
+    assert_eq!(
+        listed,
+        [
+            entry("first", "ADMITTED", ""),
+            entry("low-1", "PENDING", "1"),
+            entry("low-2", "PENDING", "2"),
+            entry("other-1", "PENDING", "0"),
+            entry("urgent", "PENDING", "0"),
+        ]
+    );
+
+    // Kueue's plugin reads the queues' counters as Kuota writes them (every 2 s at most).
+    let owned = |row: [&str; 5]| row.map(str::to_owned).to_vec();
+    let expected_queues = vec![
+        owned([
+            "NAME",
+            "CLUSTERQUEUE",
+            "PENDING WORKLOADS",
+            "ADMITTED WORKLOADS",
+            "",
+        ]),
+        owned(["lq", &cq, "3", "1", ""]),
+        owned(["other", &cq, "1", "0", ""]),
+    ];
+    let expected_cluster_queue = vec![
+        owned([
+            "NAME",
+            "COHORT",
+            "PENDING WORKLOADS",
+            "ADMITTED WORKLOADS",
+            "ACTIVE",
+        ]),
+        owned([&cq, "", "4", "1", "true"]),
+    ];
+    let by_name = format!("metadata.name={cq}");
+    let mut seen = (vec![], vec![]);
+    for _ in 0..40 {
+        // Every column but AGE, with the header.
+        let table = |text: String, keep: usize| {
+            let (columns, rows) = parse_table(&text);
+            std::iter::once(columns)
+                .chain(rows)
+                .map(|row| {
+                    let mut row: Vec<String> = row.into_iter().take(keep).collect();
+                    row.resize(5, String::new());
+                    row
+                })
+                .collect::<Vec<_>>()
+        };
+        seen = (
+            table(env.kueuectl(&["list", "localqueue"]), 4),
+            table(
+                env.kueuectl(&["list", "clusterqueue", "--field-selector", &by_name]),
+                5,
+            ),
+        );
+        if seen == (expected_queues.clone(), expected_cluster_queue.clone()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(seen, (expected_queues, expected_cluster_queue));
+
+    // Refusals a user sees: a missing queue from Kuota, a missing grant from the API server.
+    let missing =
+        "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/no-such-queue/pendingworkloads";
+    assert_eq!(
+        get_raw(&env, missing, None).unwrap_err(),
+        "Error from server (NotFound): clusterqueue.visibility.kueue.x-k8s.io \"no-such-queue\" not found"
+    );
+    assert_eq!(
+        get_raw(&env, &cq_path, Some("nobody")).unwrap_err(),
+        format!(
+            "Error from server (Forbidden): clusterqueues.visibility.kueue.x-k8s.io \"{cq}\" is forbidden: User \"nobody\" cannot get resource \"clusterqueues/pendingworkloads\" in API group \"visibility.kueue.x-k8s.io\" at the cluster scope"
+        )
+    );
+
+    // The ClusterQueue admits them in the order listed, one at a time as quota frees up.
+    let mut holder = "first".to_owned();
+    for next in ["urgent", "low-1", "other-1", "low-2"] {
+        env.finish(&holder).await;
+        env.wait_for_workload(next, "admitted next", is_admitted)
+            .await;
+        let rest = pending_rows(&get_raw(&env, &cq_path, None).expect("pending workloads"));
+        let expected_first = match next {
+            "urgent" => Some("low-1"),
+            "low-1" => Some("other-1"),
+            "other-1" => Some("low-2"),
+            _ => None,
+        };
+        assert_eq!(
+            rest.first().map(|row| row.0.as_str()),
+            expected_first,
+            "after {next} was admitted: {rest:?}"
+        );
+        assert!(rest.iter().enumerate().all(|(i, row)| row.3 == i as i64));
+        holder = next.to_owned();
+    }
+    env.finish(&holder).await;
+    env.cleanup().await;
+}
+
+impl Env {
+    /// `kuota explain TARGET -n <test namespace>`: its one line, or its error line.
+    fn explain(&self, target: &str) -> Result<String, String> {
+        let output = Command::new(env!("CARGO_BIN_EXE_kuota"))
+            .arg("--kubeconfig")
+            .arg(self.cluster.plane().kubeconfig())
+            .args(["explain", target, "-n", self.ns.name()])
+            .output()
+            .expect("run kuota explain");
+        let line = |bytes: &[u8]| String::from_utf8_lossy(bytes).trim().to_owned();
+        if output.status.success() {
+            println!("$ kuota explain {target}\n{}", line(&output.stdout));
+            Ok(line(&output.stdout))
+        } else {
+            Err(line(&output.stderr))
+        }
+    }
+}
+
+#[tokio::test]
+async fn kuota_explain_says_in_one_line_why_a_job_waits() {
+    let mut env = env().await;
+    let check = env.admission_check("check").await;
+    env.set_check_active(&check).await;
+    let cq = env.checked_queue(&check).await;
+    let flavor = env.name("on-demand");
+    let ns = env.ns.name().to_owned();
+
+    // Holding quota, waiting for an admission check.
+    env.submit(&TestJob::new("checked", "lq", "1").keep_running());
+    let reserved = env
+        .wait_for_workload("checked", "quota reserved", |w| {
+            w.is_condition_true("QuotaReserved")
+        })
+        .await;
+    env.set_check_state(
+        &reserved.name_any(),
+        &check,
+        ("Pending", "Waiting for capacity"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        env.explain("job/checked"),
+        Ok(format!(
+            "job/checked holds quota in ClusterQueue \"{cq}\" and waits for admission check \"{check}\" (Pending: Waiting for capacity)"
+        ))
+    );
+
+    // Short of quota, behind a workload of higher priority.
+    let urgent_class = env.priority_class("urgent", 100).await;
+    env.submit(&TestJob::new("urgent", "lq", "2").priority(&urgent_class));
+    env.wait_for_workload("urgent", "waiting for quota", waiting_for_quota)
+        .await;
+    env.submit(&TestJob::new("big", "lq", "2"));
+    env.wait_for_workload("big", "waiting for quota", waiting_for_quota)
+        .await;
+    assert_eq!(
+        env.explain("jobs.batch/big"),
+        Ok(format!(
+            "job/big is pending in ClusterQueue \"{cq}\", behind 1 (1 of higher priority): couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor {flavor}, 1 more needed"
+        ))
+    );
+    let workload = env.workload_name("big").await;
+    assert_eq!(
+        env.explain(&format!("workload/{workload}")),
+        Ok(format!(
+            "workload/{workload} is pending in ClusterQueue \"{cq}\", behind 1 (1 of higher priority): couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor {flavor}, 1 more needed"
+        ))
+    );
+
+    // A LocalQueue deleted under a waiting job.
+    env.local_queue("doomed", &cq).await;
+    env.submit(&TestJob::new("orphan", "doomed", "2"));
+    env.wait_for_workload("orphan", "waiting for quota", waiting_for_quota)
+        .await;
+    env.kubectl(&["delete", "localqueue", "doomed"], None);
+    assert_eq!(
+        env.explain("job/orphan"),
+        Ok(format!(
+            "job/orphan waits for LocalQueue \"doomed\", which does not exist in namespace \"{ns}\""
+        ))
+    );
+
+    // A stopped ClusterQueue.
+    kueuectl_queue(
+        &env,
+        "stop",
+        "clusterqueue",
+        &cq,
+        &["--keep-already-running"],
+    );
+    assert_eq!(
+        env.explain("job/big"),
+        Ok(format!(
+            "job/big waits: ClusterQueue \"{cq}\" is stopped (Hold); `kubectl kueue resume clusterqueue {cq}` restarts it"
+        ))
+    );
+    kueuectl_queue(&env, "resume", "clusterqueue", &cq, &[]);
+
+    // Jobs Kuota does not queue, and ones that do not exist.
+    env.kubectl(&["create", "job", "plain", "--image=busybox"], None);
+    assert_eq!(
+        env.explain("job/plain"),
+        Ok("job/plain is not queued: it has no kueue.x-k8s.io/queue-name label".to_owned())
+    );
+    assert_eq!(
+        env.explain("job/nope"),
+        Err(format!(
+            "error: job \"nope\" not found in namespace \"{ns}\""
+        ))
+    );
     env.cleanup().await;
 }

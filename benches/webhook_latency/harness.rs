@@ -394,7 +394,8 @@ async fn startup_runs(
 ) -> BenchResult<Vec<Duration>> {
     let mut times = Vec::new();
     for run in 0..options.startup_runs {
-        let (webhook_port, health_port, metrics_port) = (free_port()?, free_port()?, free_port()?);
+        let (webhook_port, health_port, metrics_port, visibility_port) =
+            (free_port()?, free_port()?, free_port()?, free_port()?);
         let mut args = vec![
             "--kubeconfig".to_owned(),
             plane.kubeconfig().display().to_string(),
@@ -403,6 +404,8 @@ async fn startup_runs(
             format!("127.0.0.1:{health_port}"),
             "--metrics-addr".to_owned(),
             format!("127.0.0.1:{metrics_port}"),
+            "--visibility-addr".to_owned(),
+            format!("127.0.0.1:{visibility_port}"),
             "--namespace".to_owned(),
             KUOTA_NAMESPACE.to_owned(),
         ];

@@ -230,7 +230,6 @@ impl Feature {
             AdmissionFairSharing => {
                 Some("Kuota does not implement admission fair sharing between LocalQueues")
             }
-            VisibilityOnDemand => Some("Kuota does not serve the visibility API yet"),
             SparkApplicationIntegration => Some("Kuota has no SparkApplication integration"),
             RecomputeAssignmentUponPreemptionTargetsOverlap => Some(
                 "Kuota skips a workload whose preemption targets overlap those of a workload earlier in the same cycle and evaluates it again in the next cycle",
@@ -560,7 +559,6 @@ mod tests {
         assert_eq!(
             gates.warnings(),
             [
-                "feature gate VisibilityOnDemand=true has no effect: Kuota does not serve the visibility API yet",
                 "feature gate TopologyAwareScheduling=true has no effect: Kuota does not implement topology-aware scheduling yet; workloads with topology requests are admitted by quota alone, without a topology assignment",
             ]
         );

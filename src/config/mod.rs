@@ -12,7 +12,7 @@
 //!   `pod`, `deployment`) are rejected with a message saying so, rather than accepted and silently
 //!   not enforced: a workload kind that quietly bypasses quota is worse than a startup error.
 //! - Sections for Kueue features Kuota does not implement (`multiKueue`, `tls`,
-//!   `visibilityServer`, `pprofBindAddress`, `metrics.customLabels`,
+//!   `pprofBindAddress`, `metrics.customLabels`,
 //!   `resources.deviceClassMappings`, `admissionFairSharing`, v1beta1 `queueVisibility` and
 //!   `integrations.podOptions`) are accepted so Kueue files load, and reported in
 //!   [`Configuration::warnings`]. So are settings Kuota validates but does not act on:
@@ -63,6 +63,8 @@ pub const DEFAULT_WEBHOOK_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-cert
 pub const DEFAULT_HEALTH_PROBE_BIND_ADDRESS: &str = ":8081";
 /// Metrics listener.
 pub const DEFAULT_METRICS_BIND_ADDRESS: &str = ":8443";
+/// Kueue's `visibilityServer.bindPort` default.
+pub const DEFAULT_VISIBILITY_BIND_PORT: u16 = 8082;
 /// Name of the leader-election Lease.
 pub const DEFAULT_LEADER_ELECTION_ID: &str = "c1f6bfd2.kueue.x-k8s.io";
 /// Framework enabled when `integrations.frameworks` is empty.
@@ -234,6 +236,9 @@ pub struct Configuration {
     pub metrics: Metrics,
     /// Health probe server.
     pub health: Health,
+    /// Where the visibility API listens (`visibilityServer`, default `0.0.0.0:8082`); `None`
+    /// when the `VisibilityOnDemand` gate is off.
+    pub visibility_server: Option<BindAddress>,
     /// Leader election for the admitter.
     pub leader_election: LeaderElection,
     /// Per-controller settings.
@@ -503,6 +508,8 @@ pub struct Overrides {
     pub health_probe_bind_address: Option<String>,
     /// `--metrics-addr`.
     pub metrics_bind_address: Option<String>,
+    /// `--visibility-addr`, `[host]:port`.
+    pub visibility_bind_address: Option<String>,
     /// `--no-leader-elect` gives `Some(false)`.
     pub leader_elect: Option<bool>,
 }
@@ -520,6 +527,13 @@ impl Overrides {
         }
         if let Some(address) = &self.metrics_bind_address {
             hub.metrics.get_or_insert_default().bind_address = Some(address.clone());
+        }
+        if let Some(address) = &self.visibility_bind_address {
+            let (host, port) = address.rsplit_once(':').unwrap_or(("", address));
+            let server = hub.visibility_server.get_or_insert_default();
+            server.bind_address = Some(host.to_owned()).filter(|host| !host.is_empty());
+            // An unreadable port is reported by the resolution as out of range.
+            server.bind_port = Some(port.parse().unwrap_or(-1));
         }
         if let Some(leader_elect) = self.leader_elect {
             hub.leader_election.get_or_insert_default().leader_elect = Some(leader_elect);

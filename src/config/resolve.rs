@@ -19,10 +19,11 @@ use crate::k8s::names;
 use super::{
     ApiVersion, BindAddress, ClientConnection, ConfigError, Configuration, Controller,
     DEFAULT_HEALTH_PROBE_BIND_ADDRESS, DEFAULT_LEADER_ELECTION_ID, DEFAULT_METRICS_BIND_ADDRESS,
-    DEFAULT_NAMESPACE, DEFAULT_WEBHOOK_CERT_DIR, DEFAULT_WEBHOOK_PORT, DEFAULT_WEBHOOK_SECRET_NAME,
-    DEFAULT_WEBHOOK_SERVICE_NAME, FeatureGates, FieldError, GoDuration, Health,
-    InternalCertManagement, KIND, LeaderElection, LoadOptions, LocalQueueMetrics, Metrics,
-    NAMESPACE_NAME_LABEL, NamespaceSelector, PreemptionStrategy, Webhook, v1beta2,
+    DEFAULT_NAMESPACE, DEFAULT_VISIBILITY_BIND_PORT, DEFAULT_WEBHOOK_CERT_DIR,
+    DEFAULT_WEBHOOK_PORT, DEFAULT_WEBHOOK_SECRET_NAME, DEFAULT_WEBHOOK_SERVICE_NAME, Feature,
+    FeatureGates, FieldError, GoDuration, Health, InternalCertManagement, KIND, LeaderElection,
+    LoadOptions, LocalQueueMetrics, Metrics, NAMESPACE_NAME_LABEL, NamespaceSelector,
+    PreemptionStrategy, Webhook, v1beta2,
 };
 
 mod queueing;
@@ -198,11 +199,6 @@ impl Resolver {
             "Kuota does not implement MultiKueue",
         );
         self.ignored(
-            "visibilityServer",
-            hub.visibility_server.is_some(),
-            "Kuota serves no visibility API",
-        );
-        self.ignored(
             "metrics.customLabels",
             metrics
                 .custom_labels
@@ -235,6 +231,8 @@ impl Resolver {
             webhook: self.webhook(hub.webhook.unwrap_or_default()),
             metrics: self.metrics(metrics),
             health: self.health(hub.health.unwrap_or_default()),
+            visibility_server: self
+                .visibility_server(hub.visibility_server.unwrap_or_default(), &feature_gates),
             leader_election: self
                 .leader_election(hub.leader_election.unwrap_or_default(), &namespace),
             controller: self.controller(hub.controller.unwrap_or_default()),
@@ -476,6 +474,28 @@ impl Resolver {
                 non_empty(&webhook.cert_dir).unwrap_or(DEFAULT_WEBHOOK_CERT_DIR),
             ),
         }
+    }
+
+    fn visibility_server(
+        &mut self,
+        server: v1beta2::VisibilityServer,
+        gates: &FeatureGates,
+    ) -> Option<BindAddress> {
+        let port = self.port(
+            "visibilityServer.bindPort",
+            server
+                .bind_port
+                .unwrap_or(i64::from(DEFAULT_VISIBILITY_BIND_PORT)),
+        );
+        let host = match non_empty(&server.bind_address) {
+            Some(host) => self
+                .host("visibilityServer.bindAddress", host, host)
+                .flatten(),
+            None => None,
+        };
+        gates
+            .enabled(Feature::VisibilityOnDemand)
+            .then_some(BindAddress { host, port })
     }
 
     fn metrics(&mut self, metrics: v1beta2::Metrics) -> Metrics {

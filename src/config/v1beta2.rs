@@ -33,7 +33,7 @@ pub struct Configuration {
     pub resources: Option<Resources>,
     pub feature_gates: Option<BTreeMap<String, bool>>,
     pub object_retention_policies: Option<ObjectRetentionPolicies>,
-    pub visibility_server: Option<serde_json::Value>,
+    pub visibility_server: Option<VisibilityServer>,
     // Kueue's inlined `ControllerManager` section.
     pub webhook: Option<Webhook>,
     pub leader_election: Option<LeaderElection>,
@@ -66,6 +66,14 @@ pub struct LeaderElection {
     pub resource_lock: Option<String>,
     pub resource_name: Option<String>,
     pub resource_namespace: Option<String>,
+}
+
+/// `visibilityServer`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VisibilityServer {
+    pub bind_address: Option<String>,
+    pub bind_port: Option<i64>,
 }
 
 /// `metrics`.

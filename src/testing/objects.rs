@@ -278,3 +278,24 @@ impl WorkloadBuilder {
         build(self.0)
     }
 }
+
+/// The cluster of one ClusterQueue `cq` with `cpu` of flavor `default`, fed by LocalQueue
+/// `ns/lq`, holding `workloads`.
+pub fn one_queue_cluster(
+    cpu: &str,
+    workloads: Vec<api::Workload>,
+) -> crate::admitter::scheduling::cluster_state::ClusterState {
+    use std::sync::Arc;
+    crate::admitter::scheduling::cluster_state::ClusterState {
+        resource_flavors: vec![Arc::new(flavor("default"))],
+        namespaces: vec![Arc::new(namespace("ns", json!({})))],
+        local_queues: vec![Arc::new(local_queue("ns", "lq", "cq"))],
+        cluster_queues: vec![Arc::new(
+            cluster_queue("cq")
+                .group(&["cpu"], &[("default", &[("cpu", cpu)])])
+                .build(),
+        )],
+        workloads: workloads.into_iter().map(Arc::new).collect(),
+        ..Default::default()
+    }
+}

@@ -53,6 +53,45 @@ pub enum TlsError {
 /// Builds the rustls server config for one certificate chain and key: ring, TLS 1.3 and 1.2,
 /// ALPN h2 and http/1.1. Fails when the key does not match the leaf certificate.
 pub fn server_config(cert_pem: &str, key_pem: &str) -> Result<ServerConfig, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+        .with_no_client_auth();
+    with_cert(builder, cert_pem, key_pem)
+}
+
+/// [`server_config`] that also asks clients for a certificate and accepts only those that
+/// `client_ca_pem` signed; a client without a certificate still connects, and the server
+/// decides what it may do.
+pub fn server_config_verifying_clients(
+    cert_pem: &str,
+    key_pem: &str,
+    client_ca_pem: &str,
+) -> Result<ServerConfig, TlsError> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(client_ca_pem.as_bytes()) {
+        let cert = cert.map_err(|err| TlsError::Certificate(err.to_string()))?;
+        roots.add(cert)?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .allow_unauthenticated()
+    .build()
+    .map_err(|err| TlsError::Certificate(format!("client CA: {err}")))?;
+    let builder = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+        .with_client_cert_verifier(verifier);
+    with_cert(builder, cert_pem, key_pem)
+}
+
+fn with_cert(
+    builder: rustls::ConfigBuilder<ServerConfig, rustls::server::WantsServerCert>,
+    cert_pem: &str,
+    key_pem: &str,
+) -> Result<ServerConfig, TlsError> {
     let chain = CertificateDer::pem_slice_iter(cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|err| TlsError::Certificate(err.to_string()))?;
@@ -61,11 +100,7 @@ pub fn server_config(cert_pem: &str, key_pem: &str) -> Result<ServerConfig, TlsE
     }
     let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
         .map_err(|err| TlsError::Key(err.to_string()))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
-        .with_no_client_auth()
-        .with_single_cert(chain, key)?;
+    let mut config = builder.with_single_cert(chain, key)?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(config)
 }

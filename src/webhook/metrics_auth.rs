@@ -163,22 +163,29 @@ pub fn caller_of(status: &TokenReviewStatus) -> Option<Caller> {
     })
 }
 
-/// The SubjectAccessReview asking whether `caller` may `verb` the non-resource URL `path`.
-pub fn access_review(caller: &Caller, verb: &str, path: &str) -> SubjectAccessReview {
+/// A SubjectAccessReview about `caller`, asking nothing yet.
+pub fn review_of(caller: &Caller) -> SubjectAccessReview {
     SubjectAccessReview {
         spec: SubjectAccessReviewSpec {
             user: Some(caller.name.clone()),
             uid: Some(caller.uid.clone()).filter(|uid| !uid.is_empty()),
             groups: Some(caller.groups.clone()),
             extra: Some(caller.extra.clone()).filter(|extra| !extra.is_empty()),
-            non_resource_attributes: Some(NonResourceAttributes {
-                path: Some(path.to_owned()),
-                verb: Some(verb.to_owned()),
-            }),
+            non_resource_attributes: None,
             resource_attributes: None,
         },
         ..SubjectAccessReview::default()
     }
+}
+
+/// The SubjectAccessReview asking whether `caller` may `verb` the non-resource URL `path`.
+pub fn access_review(caller: &Caller, verb: &str, path: &str) -> SubjectAccessReview {
+    let mut review = review_of(caller);
+    review.spec.non_resource_attributes = Some(NonResourceAttributes {
+        path: Some(path.to_owned()),
+        verb: Some(verb.to_owned()),
+    });
+    review
 }
 
 /// What a SubjectAccessReview's status decides.

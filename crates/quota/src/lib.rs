@@ -23,7 +23,7 @@ mod tests;
 
 pub use cycle::cycle;
 pub use decision::{Decision, EvictionReason, PendingReason, PreemptionReason, Victim};
-pub use queue::{PendingCounts, Queues, RequeueScope};
+pub use queue::{PendingCounts, Queues, RequeueScope, queue_order};
 pub use snapshot::{
     FairSharingConfig, FairSharingStrategy, QuantityFormatter, SchedulerConfig, Snapshot,
     SnapshotBuilder, format_plain, max_possible,

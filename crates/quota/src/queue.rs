@@ -52,6 +52,13 @@ impl OrderKey {
     }
 }
 
+/// The order in which a ClusterQueue considers its pending workloads: higher priority first,
+/// then the older queue-order timestamp, then UID. The visibility API lists pending workloads
+/// in this order, so that the positions it reports are the ones the scheduler follows.
+pub fn queue_order(a: &Workload, b: &Workload) -> std::cmp::Ordering {
+    OrderKey::of(a).cmp(&OrderKey::of(b))
+}
+
 /// What makes two workloads equivalent for scheduling.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Shape {

@@ -533,7 +533,8 @@ printf '%s\n' "$kubeconfig" > "{dir}/{file}"
 webhook={webhook}
 exec "{binary}" --kubeconfig "$kubeconfig" serve --webhook-url "https://127.0.0.1:$webhook" \
   --webhook-port "$webhook" --health-probe-addr 127.0.0.1:{health} \
-  --metrics-addr 127.0.0.1:{metrics} --no-leader-elect{admitter_only} 2>>"{log}"
+  --metrics-addr 127.0.0.1:{metrics} --visibility-addr 127.0.0.1:{visibility} \
+  --no-leader-elect{admitter_only} 2>>"{log}"
 "#,
         admitter_only = if admission_webhooks {
             ""
@@ -543,6 +544,7 @@ exec "{binary}" --kubeconfig "$kubeconfig" serve --webhook-url "https://127.0.0.
         webhook = crate::free_port().unwrap_or(9443),
         health = crate::free_port().unwrap_or(8081),
         metrics = crate::free_port().unwrap_or(8443),
+        visibility = crate::free_port().unwrap_or(8082),
         binary = binary.display(),
         log = log.display(),
         dir = dir.display(),

@@ -29,9 +29,11 @@ use k8s_openapi::{
             MutatingWebhookConfiguration, ValidatingWebhookConfiguration, WebhookClientConfig,
         },
         batch::v1::Job,
-        core::v1::{Namespace, Node},
+        core::v1::{Namespace, Node, Service},
+        discovery::v1::EndpointSlice,
     },
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    kube_aggregator::pkg::apis::apiregistration::v1::APIService,
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
@@ -240,6 +242,21 @@ impl ControlPlane {
                 // Webhooks and aggregated APIs behind a Service are dialled at a pod's IP, which
                 // the host reaches over the real node's bridge.
                 "--enable-aggregator-routing=true".into(),
+                // The aggregator's identity towards aggregated API servers (the visibility
+                // API), published in kube-system/extension-apiserver-authentication.
+                format!(
+                    "--requestheader-client-ca-file={}",
+                    p(&pki.front_proxy_ca_cert)
+                ),
+                format!("--requestheader-allowed-names={}", pki::FRONT_PROXY_CLIENT),
+                "--requestheader-username-headers=X-Remote-User".into(),
+                "--requestheader-group-headers=X-Remote-Group".into(),
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
+                format!(
+                    "--proxy-client-cert-file={}",
+                    p(&pki.front_proxy_client_cert)
+                ),
+                format!("--proxy-client-key-file={}", p(&pki.front_proxy_client_key)),
                 // For logs and exec on the real node, whose kubelet trusts our CA.
                 format!("--kubelet-client-certificate={}", p(&pki.admin_cert)),
                 format!("--kubelet-client-key={}", p(&pki.admin_key)),
@@ -504,7 +521,8 @@ impl ControlPlane {
             Err(kube::Error::Api(status)) if status.code == 409 => {}
             Err(err) => return Err(err.into()),
         }
-        let (webhook_port, health_port, metrics_port) = (free_port()?, free_port()?, free_port()?);
+        let (webhook_port, health_port, metrics_port, visibility_port) =
+            (free_port()?, free_port()?, free_port()?, free_port()?);
         let mut args = vec![
             "--kubeconfig".to_string(),
             self.kubeconfig.display().to_string(),
@@ -518,6 +536,10 @@ impl ControlPlane {
             format!("127.0.0.1:{health_port}"),
             "--metrics-addr".to_string(),
             format!("127.0.0.1:{metrics_port}"),
+            // Every address: the API server dials it at the host's own address (see
+            // `register_visibility`).
+            "--visibility-addr".to_string(),
+            format!("0.0.0.0:{visibility_port}"),
             "--namespace".to_string(),
             KUOTA_NAMESPACE.to_string(),
         ]);
@@ -528,7 +550,62 @@ impl ControlPlane {
             webhook_port,
             health_port,
             metrics_port,
+            visibility_port,
         })
+    }
+
+    /// Puts the visibility API of a `kuota serve` listening on `port` of this host behind
+    /// the API server's aggregation layer, as the chart does for the pods: the Service
+    /// `kueue-visibility-server`, here without a selector and with an EndpointSlice naming this
+    /// host's first non-loopback address (the aggregator dials endpoints, and refuses loopback
+    /// ones), and the APIServices of both versions, which skip TLS verification as Kueue's do
+    /// under internal certificate management.
+    pub async fn register_visibility(&self, port: u16) -> Result<(), Error> {
+        let client = self.client().await?;
+        let host = host_address()?;
+        let params = PatchParams::apply("kuota-test").force();
+        let service: Service = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": VISIBILITY_SERVICE, "namespace": KUOTA_NAMESPACE},
+            "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]},
+        }))?;
+        Api::<Service>::namespaced(client.clone(), KUOTA_NAMESPACE)
+            .patch(VISIBILITY_SERVICE, &params, &Patch::Apply(&service))
+            .await?;
+        let slice: EndpointSlice = serde_json::from_value(json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {
+                "name": VISIBILITY_SERVICE, "namespace": KUOTA_NAMESPACE,
+                "labels": {
+                    "kubernetes.io/service-name": VISIBILITY_SERVICE,
+                    "endpointslice.kubernetes.io/managed-by": "kuota-test",
+                },
+            },
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [host], "conditions": {"ready": true}}],
+            "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+        }))?;
+        Api::<EndpointSlice>::namespaced(client.clone(), KUOTA_NAMESPACE)
+            .patch(VISIBILITY_SERVICE, &params, &Patch::Apply(&slice))
+            .await?;
+        let services: Api<APIService> = Api::all(client);
+        for version in ["v1beta2", "v1beta1"] {
+            let name = format!("{version}.visibility.kueue.x-k8s.io");
+            let api_service: APIService = serde_json::from_value(json!({
+                "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                "metadata": {"name": name},
+                "spec": {
+                    "group": "visibility.kueue.x-k8s.io", "version": version,
+                    "groupPriorityMinimum": 100, "versionPriority": 100,
+                    "insecureSkipTLSVerify": true,
+                    "service": {"name": VISIBILITY_SERVICE, "namespace": KUOTA_NAMESPACE},
+                },
+            }))?;
+            services
+                .patch(&name, &params, &Patch::Apply(&api_service))
+                .await?;
+        }
+        Ok(())
     }
 
     /// Starts `kuota serve` as [`Self::launch_kuota`] does and waits until it is ready.
@@ -564,6 +641,26 @@ impl ControlPlane {
 
 /// The namespace `kuota serve` runs in during tests and local runs.
 pub const KUOTA_NAMESPACE: &str = "kueue-system";
+/// The Service in front of the visibility API (Kueue's name).
+pub const VISIBILITY_SERVICE: &str = "kueue-visibility-server";
+
+/// This host's first IPv4 address outside the loopback range.
+fn host_address() -> Result<String, Error> {
+    let output = Command::new("ip")
+        .args(["-4", "-o", "addr", "show", "scope", "global"])
+        .output()?;
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(3))
+        .filter_map(|cidr| cidr.split('/').next())
+        .map(str::to_owned)
+        .next()
+        .ok_or_else(|| {
+            Error::Build(
+                "no IPv4 address outside loopback on this host for the visibility API".into(),
+            )
+        })
+}
 
 /// A running `kuota serve`.
 #[derive(Debug)]
@@ -573,6 +670,8 @@ pub struct KuotaProcess {
     pub health_port: u16,
     /// The HTTPS `/metrics` port (bearer token required).
     pub metrics_port: u16,
+    /// The visibility API's port, on every address of this host.
+    pub visibility_port: u16,
 }
 
 impl KuotaProcess {

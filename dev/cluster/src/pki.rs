@@ -1,11 +1,13 @@
 //! Certificates for a throwaway control plane: one CA that signs the apiserver's serving
-//! certificate and the admin client certificate, plus the service-account signing key.
+//! certificate and the admin client certificate, the service-account signing key, and, as
+//! kubeadm makes them, a separate front-proxy CA with the client certificate the aggregator
+//! presents to aggregated API servers.
 
 use std::path::{Path, PathBuf};
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-    Issuer, KeyPair, KeyUsagePurpose, SanType,
+    BasicConstraints, Certificate, CertificateParams, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
 };
 
 use crate::Error;
@@ -23,18 +25,18 @@ pub struct Pki {
     pub admin_key: PathBuf,
     pub sa_public_key: PathBuf,
     pub sa_private_key: PathBuf,
+    pub front_proxy_ca_cert: PathBuf,
+    pub front_proxy_client_cert: PathBuf,
+    pub front_proxy_client_key: PathBuf,
 }
+
+/// Common name of the aggregator's client certificate (`--requestheader-allowed-names`).
+pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
 
 /// Writes a fresh CA, serving and admin certificates and the service-account key into `dir`.
 pub fn write(dir: &Path) -> Result<Pki, Error> {
     std::fs::create_dir_all(dir)?;
-    let ca_key = KeyPair::generate()?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params.distinguished_name = name("kuota-test-ca", None);
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let ca_cert = ca_params.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca_params, ca_key);
+    let (ca_cert, issuer) = authority("kuota-test-ca")?;
 
     let serving_key = KeyPair::generate()?;
     // In-cluster clients dial the `kubernetes` Service: its ClusterIP and DNS names.
@@ -62,6 +64,14 @@ pub fn write(dir: &Path) -> Result<Pki, Error> {
 
     let sa_key = KeyPair::generate()?;
 
+    let (front_proxy_ca_cert, front_proxy_issuer) = authority("kuota-test-front-proxy-ca")?;
+    let front_proxy_client_key = KeyPair::generate()?;
+    let mut front_proxy_client = CertificateParams::new(Vec::<String>::new())?;
+    front_proxy_client.distinguished_name = name(FRONT_PROXY_CLIENT, None);
+    front_proxy_client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let front_proxy_client_cert =
+        front_proxy_client.signed_by(&front_proxy_client_key, &front_proxy_issuer)?;
+
     let pki = Pki {
         ca_cert: dir.join("ca.crt"),
         serving_cert: dir.join("apiserver.crt"),
@@ -70,6 +80,9 @@ pub fn write(dir: &Path) -> Result<Pki, Error> {
         admin_key: dir.join("admin.key"),
         sa_public_key: dir.join("sa.pub"),
         sa_private_key: dir.join("sa.key"),
+        front_proxy_ca_cert: dir.join("front-proxy-ca.crt"),
+        front_proxy_client_cert: dir.join("front-proxy-client.crt"),
+        front_proxy_client_key: dir.join("front-proxy-client.key"),
     };
     std::fs::write(&pki.ca_cert, ca_cert.pem())?;
     std::fs::write(&pki.serving_cert, serving_cert.pem())?;
@@ -78,7 +91,24 @@ pub fn write(dir: &Path) -> Result<Pki, Error> {
     std::fs::write(&pki.admin_key, admin_key.serialize_pem())?;
     std::fs::write(&pki.sa_public_key, sa_key.public_key_pem())?;
     std::fs::write(&pki.sa_private_key, sa_key.serialize_pem())?;
+    std::fs::write(&pki.front_proxy_ca_cert, front_proxy_ca_cert.pem())?;
+    std::fs::write(&pki.front_proxy_client_cert, front_proxy_client_cert.pem())?;
+    std::fs::write(
+        &pki.front_proxy_client_key,
+        front_proxy_client_key.serialize_pem(),
+    )?;
     Ok(pki)
+}
+
+/// A fresh self-signed CA and the issuer that signs with it.
+fn authority(common_name: &str) -> Result<(Certificate, Issuer<'static, KeyPair>), Error> {
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name = name(common_name, None);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let cert = params.self_signed(&key)?;
+    Ok((cert, Issuer::new(params, key)))
 }
 
 fn name(common_name: &str, organization: Option<&str>) -> DistinguishedName {

@@ -6,21 +6,10 @@ use crate::admitter::scheduling::cluster_state::{Holder, convert};
 use crate::admitter::scheduling::dispatch::Backoff;
 use crate::admitter::scheduling::overlay::reflects;
 use crate::quota::{RequeueScope, SchedulerConfig};
-use crate::testing::objects::{cluster_queue, flavor, local_queue, namespace, ts, workload};
+use crate::testing::objects::{cluster_queue, flavor, one_queue_cluster, ts, workload};
 
 fn state(workloads: Vec<api::Workload>) -> ClusterState {
-    ClusterState {
-        resource_flavors: vec![Arc::new(flavor("default"))],
-        namespaces: vec![Arc::new(namespace("ns", json!({})))],
-        local_queues: vec![Arc::new(local_queue("ns", "lq", "cq"))],
-        cluster_queues: vec![Arc::new(
-            cluster_queue("cq")
-                .group(&["cpu"], &[("default", &[("cpu", "2")])])
-                .build(),
-        )],
-        workloads: workloads.into_iter().map(Arc::new).collect(),
-        ..ClusterState::default()
-    }
+    one_queue_cluster("2", workloads)
 }
 
 fn pending(name: &str, created: i64) -> api::Workload {

@@ -134,6 +134,8 @@ async fn start_kuota(
         .start_kuota(&target.join("debug/kuota"), &["--config", &config])
         .await?;
     eprintln!("kuota serve is ready (log: {})", kuota.log().display());
+    plane.register_visibility(kuota.visibility_port).await?;
+    eprintln!("the visibility API is registered (kubectl kueue list workload shows positions)");
     Ok(kuota)
 }
 
