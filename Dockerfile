@@ -21,7 +21,7 @@ LABEL org.opencontainers.image.title="kuota" \
       org.opencontainers.image.description="Kubernetes-native job queueing and quota admission, a drop-in for Kueue's API" \
       org.opencontainers.image.licenses="Apache-2.0"
 USER 65532:65532
-# Kueue's manager ports: webhook, metrics, health probes.
-EXPOSE 9443 8443 8081
+# Kueue's manager ports: webhook, metrics, visibility API, health probes.
+EXPOSE 9443 8443 8082 8081
 ENTRYPOINT ["/kuota"]
 CMD ["serve"]

@@ -206,6 +206,8 @@ fn the_source_documents_values_render_kueues_objects() {
     let objects = rendered("kueue", "kueue-system", &["--values", values]);
     let names: BTreeSet<String> = objects.iter().map(kind_and_name).collect();
     let mut expected: BTreeSet<String> = [
+        "APIService v1beta1.visibility.kueue.x-k8s.io",
+        "APIService v1beta2.visibility.kueue.x-k8s.io",
         "ClusterRole kueue-manager-role",
         "ClusterRole kueue-metrics-auth-role",
         "ClusterRole kueue-metrics-reader",
@@ -219,8 +221,10 @@ fn the_source_documents_values_render_kueues_objects() {
         "Role kueue-system/kueue-manager-secrets-role",
         "RoleBinding kueue-system/kueue-leader-election-rolebinding",
         "RoleBinding kueue-system/kueue-manager-secrets-rolebinding",
+        "RoleBinding kube-system/kueue-visibility-server-auth-reader",
         "Secret kueue-system/kueue-webhook-server-cert",
         "Service kueue-system/kueue-controller-manager-metrics-service",
+        "Service kueue-system/kueue-visibility-server",
         "Service kueue-system/kueue-webhook-service",
         "ServiceAccount kueue-system/kueue-controller-manager",
         "ValidatingWebhookConfiguration kueue-validating-webhook-configuration",
@@ -583,10 +587,6 @@ fn parts_kuota_lacks_fail_by_name() {
             "enableKueueViz: Kuota has no KueueViz dashboard; the kueueViz values are accepted but not rendered",
         ),
         (
-            "enableVisibilityAPF=true",
-            "enableVisibilityAPF: Kuota serves no visibility API, so there is nothing to give API priority and fairness to",
-        ),
-        (
             "enableMutatingAdmissionPolicy=true",
             "enableMutatingAdmissionPolicy: Kuota does not render Kueue's MutatingAdmissionPolicy for MultiKueue's nominatedClusterNames; Kuota does not implement MultiKueue",
         ),
@@ -608,7 +608,9 @@ fn another_release_name_prefixes_every_object() {
     assert!(
         objects
             .iter()
+            // CRDs and APIServices are named by the API they serve.
             .all(|o| o["kind"] == "CustomResourceDefinition"
+                || o["kind"] == "APIService"
                 || o["metadata"]["name"]
                     .as_str()
                     .is_some_and(|name| name.starts_with("batch-kueue-"))),
@@ -617,4 +619,71 @@ fn another_release_name_prefixes_every_object() {
     );
     let deployment = object(&objects, "Deployment", "batch-kueue-controller-manager");
     assert_eq!(deployment["metadata"]["namespace"], "queues");
+}
+
+#[test]
+fn the_visibility_api_is_registered_while_its_gate_is_on() {
+    let objects = rendered(
+        "kueue",
+        "kueue-system",
+        &["--set", "enableVisibilityAPF=true"],
+    );
+    let api_service = object(&objects, "APIService", "v1beta2.visibility.kueue.x-k8s.io");
+    assert_eq!(
+        api_service["spec"],
+        serde_json::json!({
+            "group": "visibility.kueue.x-k8s.io",
+            "version": "v1beta2",
+            "groupPriorityMinimum": 100,
+            "versionPriority": 100,
+            "insecureSkipTLSVerify": true,
+            "service": {"name": "kueue-visibility-server", "namespace": "kueue-system"},
+        })
+    );
+    let service = object(&objects, "Service", "kueue-visibility-server");
+    assert_eq!(
+        service["spec"]["ports"],
+        serde_json::json!([{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 8082}])
+    );
+    let flow = object(&objects, "FlowSchema", "kueue-visibility");
+    assert_eq!(
+        flow["spec"]["priorityLevelConfiguration"]["name"],
+        "kueue-visibility"
+    );
+    object(&objects, "PriorityLevelConfiguration", "kueue-visibility");
+
+    let cert_manager = rendered(
+        "kueue",
+        "kueue-system",
+        &["--set", "enableCertManager=true"],
+    );
+    let api_service = object(
+        &cert_manager,
+        "APIService",
+        "v1beta1.visibility.kueue.x-k8s.io",
+    );
+    assert_eq!(
+        api_service["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+        "kueue-system/kueue-visibility-server-cert"
+    );
+    assert_eq!(api_service["spec"].get("insecureSkipTLSVerify"), None);
+    object(&cert_manager, "Certificate", "kueue-visibility-server-cert");
+
+    // Off, nothing is left to answer for the group: no APIService breaks discovery.
+    let off = rendered(
+        "kueue",
+        "kueue-system",
+        &[
+            "--set",
+            "controllerManager.featureGates[0].name=VisibilityOnDemand",
+            "--set",
+            "controllerManager.featureGates[0].enabled=false",
+        ],
+    );
+    let visibility: Vec<String> = off
+        .iter()
+        .map(kind_and_name)
+        .filter(|name| name.contains("visibility") && !name.starts_with("RoleBinding"))
+        .collect();
+    assert_eq!(visibility, Vec::<String>::new());
 }

@@ -571,6 +571,37 @@ async fn assert_both_answer_the_webhook(https: &reqwest::Client, pods: &BTreeMap
 }
 
 /// No object with `kueue` in its name is left, in any namespace, of the kinds Kuota creates.
+/// The visibility API answers through the API server's aggregation layer: its APIService is
+/// available and team-a's ClusterQueue lists its pending workloads (none by now).
+async fn assert_visibility_answers(kubectl: &impl Fn(&[&str]) -> Output, when: &str) {
+    let path = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/team-a/pendingworkloads";
+    let answered = || async {
+        let output = kubectl(&["get", "--raw", path]);
+        output.status.success()
+            && serde_json::from_slice::<Value>(&output.stdout)
+                .is_ok_and(|summary| summary["kind"] == "PendingWorkloadsSummary")
+    };
+    eventually(
+        WAIT,
+        &format!("the visibility API answers ({when})"),
+        answered,
+    )
+    .await
+    .unwrap_or_else(|error| {
+        fail_with(
+            kubectl,
+            &[
+                "get",
+                "apiservice",
+                "v1beta2.visibility.kueue.x-k8s.io",
+                "-o",
+                "yaml",
+            ],
+            error,
+        )
+    });
+}
+
 fn assert_nothing_of_ours_left(kubectl: &impl Fn(&[&str]) -> Output) {
     for kind in [
         "mutatingwebhookconfigurations",
@@ -582,6 +613,7 @@ fn assert_nothing_of_ours_left(kubectl: &impl Fn(&[&str]) -> Output) {
         "secrets",
         "rolebindings",
         "roles",
+        "apiservices",
     ] {
         let left = kubectl(&["get", kind, "--all-namespaces", "-o", "name"]);
         assert_success(&left);
@@ -828,6 +860,7 @@ async fn the_source_documents_install_steps_run_kuota_in_a_pod() {
     let (first_admitted, completed_after) = run_sample_jobs(&client, &kubectl).await;
 
     let every_kind = admit_every_kind(&client, &kubectl).await;
+    assert_visibility_answers(&kubectl, "first pod").await;
 
     // `/metrics` through the metrics Service, with a token bound to Kueue's reader role.
     assert_success(&kubectl(&[
@@ -960,6 +993,7 @@ async fn the_source_documents_install_steps_run_kuota_in_a_pod() {
         )
     });
     assert_both_answer_the_webhook(&https, &pods).await;
+    assert_visibility_answers(&kubectl, "two replicas").await;
     let pod_names: Vec<&str> = pods.keys().map(String::as_str).collect();
     assert_logs_keep_secrets(&client, &kubectl, &pod_names, &token).await;
 
@@ -1060,6 +1094,14 @@ fn unreached() -> BTreeMap<String, &'static str> {
             "the webhook Secret deleted after install (the chart renders it)",
         ),
     ]);
+    let authentication_reader = "Kubernetes' own extension-apiserver-authentication-reader \
+        Role, bound as Kueue's chart binds it; the visibility API reads the ConfigMap once at start";
+    for row in [
+        "list core/configmaps extension-apiserver-authentication in kube-system",
+        "watch core/configmaps extension-apiserver-authentication in kube-system",
+    ] {
+        rows.insert(row.to_owned(), authentication_reader);
+    }
     let provisioning =
         "the ProvisioningRequest check, which runs once the autoscaler's CRD is installed";
     for row in [

@@ -596,7 +596,7 @@ fn build_sh_writes_the_dockerfiles_image() {
     assert_eq!(expected.cmd, ["serve"]);
     assert_eq!(
         expected.ports,
-        BTreeSet::from(["8081/tcp", "8443/tcp", "9443/tcp"].map(String::from))
+        BTreeSet::from(["8081/tcp", "8082/tcp", "8443/tcp", "9443/tcp"].map(String::from))
     );
 
     let tarball = run(Command::new("bash").arg(repo("dev/image/build.sh")));

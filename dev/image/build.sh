@@ -76,7 +76,7 @@ pack() { tar --create --owner=0 --group=0 --numeric-owner --mtime=@0 --sort=name
 pack --file "$work/layer.tar" --directory "$work/rootfs" kuota
 "$writer" --layer "$work/layer.tar" --layout "$work/layout" --name docker.io/library/kuota:dev \
   --platform linux/amd64 --user 65532:65532 --entrypoint /kuota --cmd serve \
-  --port 9443/tcp --port 8443/tcp --port 8081/tcp \
+  --port 9443/tcp --port 8443/tcp --port 8082/tcp --port 8081/tcp \
   --label org.opencontainers.image.title=kuota \
   --label "org.opencontainers.image.description=Kubernetes-native job queueing and quota admission, a drop-in for Kueue's API" \
   --label org.opencontainers.image.licenses=Apache-2.0

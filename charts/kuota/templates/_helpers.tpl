@@ -69,3 +69,18 @@ internalCertManagement filled in as Kueue's chart does when the file leaves it o
 {{- define "kueue.logFilter" -}}
 {{- if ge (int .Values.controllerManager.manager.logLevel) 5 -}}debug{{- else -}}info{{- end -}}
 {{- end -}}
+
+{{/*
+"true" unless controllerManager.featureGates turns VisibilityOnDemand off: the visibility API's
+Service and APIServices exist only while something serves them, so that turning the gate off
+leaves no APIService behind to break discovery and namespace deletion.
+*/}}
+{{- define "kueue.visibilityOn" -}}
+{{- $on := true -}}
+{{- range .Values.controllerManager.featureGates -}}
+{{- if and (eq .name "VisibilityOnDemand") (not .enabled) -}}
+{{- $on = false -}}
+{{- end -}}
+{{- end -}}
+{{- if $on -}}true{{- end -}}
+{{- end -}}
