@@ -2279,17 +2279,41 @@ async fn kuota_explain_says_in_one_line_why_a_job_waits() {
     env.submit(&TestJob::new("big", "lq", "2"));
     env.wait_for_workload("big", "waiting for quota", waiting_for_quota)
         .await;
+    let urgent = format!("{ns}/{}", env.workload_name("urgent").await);
     assert_eq!(
         env.explain("jobs.batch/big"),
         Ok(format!(
-            "job/big is pending in ClusterQueue \"{cq}\", behind 1 (1 of higher priority): couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor {flavor}, 1 more needed"
+            "job/big is pending in ClusterQueue \"{cq}\", behind 1 (1 of higher priority: {urgent}): couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor {flavor}, 1 more needed"
         ))
+    );
+    // The same as a kubectl plugin: the binary on the PATH as kubectl-kuota.
+    let plugins = tempfile::tempdir().expect("a plugin directory");
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_kuota"),
+        plugins.path().join("kubectl-kuota"),
+    )
+    .expect("install the plugin");
+    let path = format!(
+        "{}:{}",
+        plugins.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let plugin = env
+        .cluster
+        .kubectl()
+        .env("PATH", path)
+        .args(["kuota", "explain", "job/big", "-n", &ns])
+        .output()
+        .expect("run kubectl kuota");
+    assert_eq!(
+        String::from_utf8_lossy(&plugin.stdout).trim(),
+        env.explain("job/big").expect("the same line")
     );
     let workload = env.workload_name("big").await;
     assert_eq!(
         env.explain(&format!("workload/{workload}")),
         Ok(format!(
-            "workload/{workload} is pending in ClusterQueue \"{cq}\", behind 1 (1 of higher priority): couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor {flavor}, 1 more needed"
+            "workload/{workload} is pending in ClusterQueue \"{cq}\", behind 1 (1 of higher priority: {urgent}): couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor {flavor}, 1 more needed"
         ))
     );
 

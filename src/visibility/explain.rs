@@ -11,7 +11,7 @@ use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::{Api, Client, Resource, ResourceExt};
 
 use super::pending::PendingLists;
-use crate::admitter::scheduling::cluster_state::{self, ClusterState};
+use crate::admitter::scheduling::cluster_state::{self, ClusterState, Converted};
 use crate::api::constants::{JOB_UID_LABEL, condition};
 use crate::api::v1beta2::{self as api, CheckState, StopPolicy};
 use crate::jobs::{self, JobFramework};
@@ -289,6 +289,7 @@ pub fn explain(
     }
     let converted = cluster_state::convert(state, options);
     let snapshot = converted.snapshot(scheduler, now);
+    let known_end = first_known_end(&converted, &cq, now);
     let lists = PendingLists::of(state, converted);
     let Some(standing) = lists.standing(&workload_key(workload)) else {
         return format!(
@@ -298,6 +299,10 @@ pub fn explain(
     };
     let mut alone = Queues::new();
     alone.push(standing.workload.clone());
+    let with_known_end = |message: String| match &known_end {
+        Some(end) => format!("{message}; {end}"),
+        None => message,
+    };
     let verdict = cycle(&snapshot, &mut alone)
         .into_iter()
         .find_map(|decision| match decision {
@@ -307,21 +312,60 @@ pub fn explain(
                 "it fits in the free quota once the workloads ahead of it are admitted".to_owned()
             }),
             Decision::Preempt { message, .. } | Decision::Inadmissible { message, .. } => {
-                Some(message)
+                Some(with_known_end(message))
             }
             Decision::Evict { .. } => None,
         })
         .unwrap_or_else(|| pending_message(workload));
-    let place = match (standing.ahead, standing.ahead_with_higher_priority) {
+    let higher = &standing.higher_priority_ahead;
+    let place = match (standing.ahead, higher.len()) {
         (0, _) => "first".to_owned(),
         (ahead, 0) => format!("behind {ahead} of the same or lower priority"),
-        (ahead, higher) => format!("behind {ahead} ({higher} of higher priority)"),
+        (ahead, count) => format!(
+            "behind {ahead} ({count} of higher priority: {})",
+            named(higher)
+        ),
     };
     format!(
         "{label} is pending in ClusterQueue {:?}, {place}: {verdict}",
         standing.cluster_queue
     )
 }
+
+/// The earliest end known among the workloads running in `cluster_queue`: only a maximum
+/// execution time bounds how long a workload runs.
+fn first_known_end(converted: &Converted, cluster_queue: &str, now: Timestamp) -> Option<String> {
+    let (key, deadline) = converted
+        .execution_deadlines
+        .iter()
+        .filter(|(key, _)| {
+            converted.holders.iter().any(|holder| {
+                holder.workload.key == *key && holder.workload.cluster_queue == cluster_queue
+            })
+        })
+        .min_by_key(|(_, deadline)| deadline.at)?;
+    let seconds = u64::try_from(deadline.at.duration_since(now).as_secs()).unwrap_or(0);
+    let within = if seconds < 60 {
+        format!("{seconds}s")
+    } else {
+        format!("{} min", seconds.div_ceil(60))
+    };
+    Some(format!(
+        "{key}, running here, ends within {within} (its maximum execution time)"
+    ))
+}
+
+/// At most [`NAMED_AHEAD`] keys, then how many more.
+fn named(keys: &[&str]) -> String {
+    let shown = keys[..keys.len().min(NAMED_AHEAD)].join(", ");
+    match keys.len().saturating_sub(NAMED_AHEAD) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
+}
+
+/// How many workloads ahead of higher priority a line names.
+const NAMED_AHEAD: usize = 3;
 
 /// The message of the workload's `QuotaReserved` condition, as the admitter last wrote it.
 fn pending_message(workload: &api::Workload) -> String {

@@ -198,8 +198,8 @@ pub struct Standing<'a> {
     pub workload: &'a model::Workload,
     /// Workloads ahead of it.
     pub ahead: usize,
-    /// Of those, the ones of higher priority.
-    pub ahead_with_higher_priority: usize,
+    /// Of those, the keys (`namespace/name`) of the ones of higher priority, in queue order.
+    pub higher_priority_ahead: Vec<&'a str>,
 }
 
 impl PendingLists {
@@ -214,10 +214,11 @@ impl PendingLists {
                     cluster_queue,
                     workload,
                     ahead: index,
-                    ahead_with_higher_priority: list[..index]
+                    higher_priority_ahead: list[..index]
                         .iter()
                         .filter(|entry| entry.workload.priority > workload.priority)
-                        .count(),
+                        .map(|entry| entry.workload.key.as_str())
+                        .collect(),
                 })
             })
     }

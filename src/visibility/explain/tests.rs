@@ -157,7 +157,7 @@ fn a_pending_job_is_told_what_is_short_and_who_is_ahead() {
     ]);
     assert_eq!(
         explained(&subject(Some(train)), &state),
-        "job/train is pending in ClusterQueue \"cq\", behind 2 (1 of higher priority): couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed"
+        "job/train is pending in ClusterQueue \"cq\", behind 2 (1 of higher priority: ns/urgent): couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed"
     );
 
     let small = pending("train", 0, 300, "1");
@@ -218,5 +218,40 @@ fn a_job_past_the_queue_says_what_it_waits_for_or_that_it_does_not() {
     assert_eq!(
         explained(&subject(Some(finished)), &state),
         "job/train has finished: Job finished successfully"
+    );
+}
+
+#[test]
+fn a_long_line_of_higher_priority_workloads_names_the_first_three() {
+    let train = pending("train", 0, 900, "2");
+    let mut workloads: Vec<api::Workload> = (0..5)
+        .map(|i| pending(&format!("vip-{i}"), 10, 100 + i, "2"))
+        .collect();
+    workloads.push(train.clone());
+    let state = state_with(workloads);
+    assert_eq!(
+        explained(&subject(Some(train)), &state),
+        "job/train is pending in ClusterQueue \"cq\", behind 5 (5 of higher priority: ns/vip-0, ns/vip-1, ns/vip-2 and 2 more): it fits in the free quota once the workloads ahead of it are admitted"
+    );
+}
+
+#[test]
+fn a_running_workload_with_a_maximum_execution_time_tells_when_quota_frees_up() {
+    let bounded = workload("ns", "bounded")
+        .queue("lq")
+        .created(1)
+        .spec_field("maximumExecutionTimeSeconds", json!(600))
+        .pod_set("main", 1, cpu("1"))
+        .reserved(
+            "cq",
+            json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}, "count": 1}]),
+        )
+        .condition("Admitted", "True", "Admitted", "The workload is admitted", 900)
+        .build();
+    let train = pending("train", 0, 950, "2");
+    let state = state_with(vec![running(), bounded, train.clone()]);
+    assert_eq!(
+        explained(&subject(Some(train)), &state),
+        "job/train is pending in ClusterQueue \"cq\", first: couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 2 more needed; ns/bounded, running here, ends within 9 min (its maximum execution time)"
     );
 }
