@@ -386,6 +386,58 @@ struct Figures {
     requests: Vec<(String, String, f64)>,
     /// The ceiling at each of [`CEILING_RUNS`], most writes in flight first.
     ceilings: Vec<Ceiling>,
+    /// A visibility API list through the aggregator, once everything that fits is admitted.
+    visibility: VisibilityTiming,
+}
+
+/// [`VISIBILITY_REQUESTS`] lists of one ClusterQueue's pending workloads through the API
+/// server's aggregation layer.
+struct VisibilityTiming {
+    /// Items in the ClusterQueue's list.
+    pending: usize,
+    /// Each request's round trip, sorted.
+    times: Vec<Duration>,
+}
+
+/// Lists timed after the run.
+const VISIBILITY_REQUESTS: usize = 21;
+
+/// Registers kuota's visibility API, waits until it answers, then times
+/// [`VISIBILITY_REQUESTS`] lists of the first ClusterQueue (every request converts all
+/// [`WORKLOADS`] Workloads, as each does).
+async fn time_visibility(
+    plane: &ControlPlane,
+    client: &Client,
+    port: u16,
+) -> BenchResult<VisibilityTiming> {
+    plane.register_visibility(port).await?;
+    let path = format!(
+        "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{}/pendingworkloads?limit=100000",
+        cluster_queue_name(0)
+    );
+    let list = || async {
+        let request = axum::http::Request::get(&path).body(Vec::new())?;
+        let body = client.request_text(request).await?;
+        let summary: Value = serde_json::from_str(&body)?;
+        let items = summary["items"].as_array().map_or(0, Vec::len);
+        BenchResult::Ok(items)
+    };
+    let available = Instant::now() + Duration::from_secs(60);
+    while list().await.is_err() {
+        if Instant::now() > available {
+            return Err("the visibility API did not answer within 60 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let mut times = Vec::new();
+    let mut pending = 0;
+    for _ in 0..VISIBILITY_REQUESTS {
+        let started = Instant::now();
+        pending = list().await?;
+        times.push(started.elapsed());
+    }
+    times.sort();
+    Ok(VisibilityTiming { pending, times })
 }
 
 impl Figures {
@@ -509,11 +561,26 @@ impl Figures {
                 ),
             )
         });
+        let times = &self.visibility.times;
+        let visibility = (
+            format!(
+                "visibility API: `kubectl get --raw .../clusterqueues/{}/pendingworkloads` through the aggregator, {VISIBILITY_REQUESTS} times after the run",
+                cluster_queue_name(0)
+            ),
+            format!(
+                "min {:.1} / median {:.1} / max {:.1} ms ({} pending items of {WORKLOADS} Workloads)",
+                times[0].as_secs_f64() * 1000.0,
+                times[times.len() / 2].as_secs_f64() * 1000.0,
+                times[times.len() - 1].as_secs_f64() * 1000.0,
+                self.visibility.pending,
+            ),
+        );
         let mut table = String::from("| admitter_scale | |\n|---|---|\n");
         for (what, value) in rows
             .into_iter()
             .map(|(what, value)| (what.to_owned(), value))
             .chain(ceilings)
+            .chain(std::iter::once(visibility))
         {
             table.push_str(&format!("| {what} | {value} |\n"));
         }
@@ -584,6 +651,7 @@ async fn run(plane: &ControlPlane, expected: usize) -> BenchResult<Figures> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let peak_rss_kib = memory_kib(pid, "VmHWM")?;
+    let visibility = time_visibility(plane, &client, kuota.visibility_port).await?;
     let last_admission = progress
         .lock()
         .ok()
@@ -618,5 +686,6 @@ async fn run(plane: &ControlPlane, expected: usize) -> BenchResult<Figures> {
         cpu: cpu.ok_or("admitted count never reached")?,
         requests,
         ceilings,
+        visibility,
     })
 }
