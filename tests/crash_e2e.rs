@@ -1,9 +1,12 @@
-//! Faults during a burst of small Jobs, each followed by an independent watcher: the admitter
-//! (`kuota serve`) killed with SIGKILL mid-burst and again during its restart, and the control
-//! plane's own kube-apiserver and etcd killed and restarted. The watcher is this test
-//! process's own watches, not Kuota's code: it checks on every change that no ClusterQueue
-//! holds more than its nominal quota and that no Job is started without an admitted Workload;
-//! at the end every Job has completed with exactly one finished Workload.
+//! Faults during a burst of small Jobs, each followed by an independent watcher
+//! (`tests/common/watcher.rs`: the test process's own watches, not Kuota's code), which checks on
+//! every change that no ClusterQueue holds more than its nominal quota and that no Job is
+//! started without an admitted Workload; at the end every Job has completed with exactly one
+//! finished Workload. The faults: the admitter (`kuota serve`) killed with SIGKILL the moment
+//! an admission write is seen (the Job's start and the pass's other writes still in flight) and
+//! again during its restart; killed the moment an eviction is seen (the victims' Jobs still
+//! running, their quota still held); and the control plane's own kube-apiserver and etcd killed
+//! and restarted.
 //!
 //! Admitted state lives only in `Workload.status.admission`, so a restarted admitter must
 //! rebuild the usage from the API before admitting anything.
@@ -11,33 +14,33 @@
 mod common {
     pub mod json;
     pub mod kueue;
+    pub mod watcher;
 }
 
 use std::{
-    collections::{BTreeMap, HashMap, HashSet},
+    collections::BTreeMap,
     path::Path,
     sync::{
-        Arc, Mutex,
+        Arc,
         atomic::{AtomicUsize, Ordering},
     },
     time::{Duration, Instant},
 };
 
-use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use kube::{
     Api, Client, ResourceExt,
     api::{ListParams, PostParams},
-    runtime::{WatchStreamExt, watcher},
 };
-use kuota::api::constants::{JOB_UID_LABEL, QUEUE_NAME_LABEL};
-use kuota::api::v1beta2::{ClusterQueue, ResourceFlavor, Workload};
+use kuota::api::constants::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
+use kuota::api::v1beta2::{ClusterQueue, ResourceFlavor, Workload, WorkloadPriorityClass};
 use kuota::k8s::quantity::resource_value;
 use kuota_cluster::{KuotaProcess, TestCluster, delete_ignoring_missing, eventually};
 use serde_json::json;
 
 use common::json::from_json;
 use common::kueue::{create_cluster_queue, create_flavor, create_local_queue, install_kueue_crds};
+use common::watcher::{Ledger, Watcher, burst_job, create_until_done, one_finished_workload_each};
 
 /// Each Job's one pod requests this much cpu ...
 const JOB_CPU: &str = "100m";
@@ -48,271 +51,15 @@ const JOBS_AT_ONCE: usize = 10;
 const STARTING_FOR: Duration = Duration::from_millis(300);
 /// Pause between two creations, so the burst is still going when the admitter dies.
 const CREATE_EVERY: Duration = Duration::from_millis(60);
-
-/// (ClusterQueue, flavor, resource).
-type QuotaKey = (String, String, String);
-
-/// What the watcher saw: the quota each Workload holds and every moment a ClusterQueue was
-/// over its nominal quota.
-#[derive(Debug, Default)]
-struct Ledger {
-    nominal: BTreeMap<QuotaKey, i64>,
-    /// Workload name -> quota it holds (admission set, not finished).
-    holding: HashMap<String, Vec<(QuotaKey, i64)>>,
-    /// Names of Workloads seen admitted at least once.
-    admitted: HashSet<String>,
-    /// The highest usage seen per key.
-    peak: BTreeMap<QuotaKey, i64>,
-    violations: Vec<String>,
-    events: usize,
-    /// Jobs seen started (unsuspended).
-    starts: usize,
-}
-
-impl Ledger {
-    /// The quota a Workload holds: `status.admission` set and not `Finished`.
-    fn held_by(workload: &Workload) -> Vec<(QuotaKey, i64)> {
-        let Some(status) = &workload.status else {
-            return Vec::new();
-        };
-        let finished = status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "Finished" && c.status == "True");
-        let Some(admission) = status.admission.as_ref().filter(|_| !finished) else {
-            return Vec::new();
-        };
-        let mut held = Vec::new();
-        for assignment in &admission.pod_set_assignments {
-            for (resource, quantity) in &assignment.resource_usage {
-                let flavor = assignment
-                    .flavors
-                    .get(resource)
-                    .cloned()
-                    .unwrap_or_default();
-                let value = resource_value(resource, quantity).expect("a valid quantity");
-                held.push((
-                    (admission.cluster_queue.clone(), flavor, resource.clone()),
-                    value,
-                ));
-            }
-        }
-        held
-    }
-
-    fn record(holding: &mut HashMap<String, Vec<(QuotaKey, i64)>>, workload: &Workload) {
-        let held = Self::held_by(workload);
-        if held.is_empty() {
-            holding.remove(&workload.name_any());
-        } else {
-            holding.insert(workload.name_any(), held);
-        }
-    }
-
-    /// Sums the held quota per key and records every key over its nominal quota.
-    fn check(&mut self, after: &str) {
-        self.events += 1;
-        let mut usage: BTreeMap<&QuotaKey, i64> = BTreeMap::new();
-        for (key, value) in self.holding.values().flatten() {
-            *usage.entry(key).or_default() += value;
-        }
-        for (key, used) in usage {
-            let peak = self.peak.entry(key.clone()).or_default();
-            *peak = (*peak).max(used);
-            let nominal = self.nominal.get(key).copied().unwrap_or(0);
-            if used > nominal {
-                let mut holders: Vec<&String> = self
-                    .holding
-                    .iter()
-                    .filter(|(_, held)| held.iter().any(|(k, _)| k == key))
-                    .map(|(name, _)| name)
-                    .collect();
-                holders.sort();
-                self.violations.push(format!(
-                    "after {after}: {key:?} uses {used} of nominal {nominal}; holders: {holders:?}"
-                ));
-            }
-        }
-    }
-}
-
-/// Follows every Workload change in `api` into the ledger, until the task is aborted.
-fn watch_quota(api: Api<Workload>, ledger: Arc<Mutex<Ledger>>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut relisted: Option<HashMap<String, Vec<(QuotaKey, i64)>>> = None;
-        let mut events = watcher(api, watcher::Config::default())
-            .default_backoff()
-            .boxed();
-        while let Some(event) = events.next().await {
-            let Ok(event) = event else { continue };
-            let mut ledger = ledger.lock().expect("ledger lock");
-            match event {
-                watcher::Event::Init => relisted = Some(HashMap::new()),
-                watcher::Event::InitApply(workload) => {
-                    if let Some(relisted) = relisted.as_mut() {
-                        Ledger::record(relisted, &workload);
-                    }
-                    if workload
-                        .status
-                        .as_ref()
-                        .is_some_and(|s| s.admission.is_some())
-                    {
-                        ledger.admitted.insert(workload.name_any());
-                    }
-                }
-                watcher::Event::InitDone => {
-                    if let Some(relisted) = relisted.take() {
-                        ledger.holding = relisted;
-                    }
-                    ledger.check("a re-list");
-                }
-                watcher::Event::Apply(workload) => {
-                    if workload
-                        .status
-                        .as_ref()
-                        .is_some_and(|s| s.admission.is_some())
-                    {
-                        ledger.admitted.insert(workload.name_any());
-                    }
-                    Ledger::record(&mut ledger.holding, &workload);
-                    let after = format!(
-                        "{} at resourceVersion {}",
-                        workload.name_any(),
-                        workload.resource_version().unwrap_or_default()
-                    );
-                    ledger.check(&after);
-                }
-                watcher::Event::Delete(workload) => {
-                    ledger.holding.remove(&workload.name_any());
-                    ledger.check(&format!("deleting {}", workload.name_any()));
-                }
-            }
-        }
-    })
-}
-
-/// Follows every Job change in `jobs`: when a Job is first seen unsuspended, its Workload
-/// (Kueue's `job-uid` label names it), read back from the API server, must be admitted or
-/// already finished.
-fn watch_starts(
-    jobs: Api<Job>,
-    workloads: Api<Workload>,
-    ledger: Arc<Mutex<Ledger>>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut suspended: HashMap<String, bool> = HashMap::new();
-        let mut events = watcher(jobs, watcher::Config::default())
-            .default_backoff()
-            .applied_objects()
-            .boxed();
-        while let Some(job) = events.next().await {
-            let Ok(job) = job else { continue };
-            let now_suspended = job.spec.as_ref().and_then(|s| s.suspend).unwrap_or(false);
-            let before = suspended.insert(job.name_any(), now_suspended);
-            if now_suspended || before == Some(false) {
-                continue;
-            }
-            let selector = format!("{JOB_UID_LABEL}={}", job.uid().unwrap_or_default());
-            let mut admitted = None;
-            for _ in 0..60 {
-                match workloads
-                    .list(&ListParams::default().labels(&selector))
-                    .await
-                {
-                    Ok(list) => {
-                        admitted = Some(list.items.iter().any(|w| {
-                            is_finished(w)
-                                || w.status.as_ref().is_some_and(|status| {
-                                    status
-                                        .conditions
-                                        .iter()
-                                        .any(|c| c.type_ == "Admitted" && c.status == "True")
-                                })
-                        }));
-                        break;
-                    }
-                    Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
-                }
-            }
-            let mut ledger = ledger.lock().expect("ledger lock");
-            ledger.starts += 1;
-            match admitted {
-                Some(true) => {}
-                Some(false) => ledger.violations.push(format!(
-                    "{} started without an admitted Workload",
-                    job.name_any()
-                )),
-                None => ledger.violations.push(format!(
-                    "{} started; its Workload could not be read",
-                    job.name_any()
-                )),
-            }
-        }
-    })
-}
-
-/// A small Job labelled with its queue.
-fn burst_job(name: &str) -> Job {
-    from_json(json!({
-        "metadata": {"name": name, "labels": {QUEUE_NAME_LABEL: "lq"}},
-        "spec": {
-            "parallelism": 1,
-            "completions": 1,
-            "template": {"spec": {
-                "restartPolicy": "Never",
-                "containers": [{
-                    "name": "main",
-                    "image": "busybox",
-                    "resources": {"requests": {"cpu": JOB_CPU}},
-                }],
-            }},
-        },
-    }))
-}
-
-/// True for a failure that goes away when the fault does: the webhook unreachable while the
-/// admitter restarts, the API server unreachable or failing while it or etcd restarts.
-fn transient(error: &kube::Error) -> bool {
-    match error {
-        kube::Error::Api(status) => status.code >= 500,
-        _ => true,
-    }
-}
-
-/// Creates the Job, retrying while the fault lasts; returns how many attempts failed. The
-/// created Job must have been suspended by the webhook.
-async fn create_until_done(jobs: &Api<Job>, job: &Job) -> usize {
-    let deadline = Instant::now() + Duration::from_secs(180);
-    let mut failures = 0;
-    loop {
-        let created = match jobs.create(&PostParams::default(), job).await {
-            Ok(created) => created,
-            // An earlier attempt went through although its answer was lost.
-            Err(kube::Error::Api(status)) if status.code == 409 => jobs
-                .get(&job.name_any())
-                .await
-                .expect("get the existing job"),
-            Err(error) if transient(&error) && Instant::now() < deadline => {
-                failures += 1;
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-            Err(error) => panic!("creating {}: {error}", job.name_any()),
-        };
-        assert_eq!(
-            created.spec.as_ref().and_then(|s| s.suspend),
-            Some(true),
-            "{} was created suspended by the webhook",
-            job.name_any()
-        );
-        return failures;
-    }
-}
+/// How long a creation is retried while a fault lasts.
+const CREATE_PATIENCE: Duration = Duration::from_secs(180);
+/// The WorkloadPriorityClass of the Job that preempts the burst's.
+const URGENT: &str = "urgent";
 
 /// Waits until the apiserver calls Kuota's job webhooks: a dry-run Job naming a missing
 /// LocalQueue is rejected.
 async fn wait_for_job_webhook(jobs: &Api<Job>) {
-    let mut probe = burst_job("webhook-probe");
+    let mut probe = burst_job("webhook-probe", "lq", JOB_CPU);
     probe
         .labels_mut()
         .insert(QUEUE_NAME_LABEL.into(), "no-such-queue".into());
@@ -350,9 +97,13 @@ async fn complete_jobs(jobs: &Api<Job>) -> usize {
 /// What goes wrong in the middle of the burst.
 #[derive(Clone, Copy, Debug)]
 enum Fault {
-    /// `kuota serve` is killed with SIGKILL, started again 2 s later and killed again while
-    /// it starts, then started for good.
+    /// `kuota serve` is killed with SIGKILL the moment a new admission is seen, started again
+    /// 2 s later and killed again while it starts, then started for good.
     KillAdmitter,
+    /// A Job of higher priority asking for the whole ClusterQueue arrives; `kuota serve` is
+    /// killed with SIGKILL the moment the first of its victims is seen evicted, and started
+    /// again 2 s later.
+    KillMidEviction,
     /// A control-plane component (`kube-apiserver`, `etcd`) is killed with SIGKILL and
     /// started again 2 s later.
     RestartComponent(&'static str),
@@ -361,6 +112,26 @@ enum Fault {
 /// One scenario at a time: each starts its own admitter and the restarts stop the whole
 /// control plane.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Waits until `seen` changes from what it is now, checking every 2 ms; returns how long the
+/// change took to show.
+async fn next_change(seen: impl Fn() -> usize, within: Duration) -> Duration {
+    let before = seen();
+    let started = Instant::now();
+    while seen() == before {
+        assert!(started.elapsed() < within, "nothing changed in {within:?}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    started.elapsed()
+}
+
+/// A one-pod Job of priority class [`URGENT`] asking for the ClusterQueue's whole quota.
+fn urgent_job() -> Job {
+    let mut job = burst_job("urgent", "lq", NOMINAL_CPU);
+    job.labels_mut()
+        .insert(PRIORITY_CLASS_LABEL.into(), URGENT.into());
+    job
+}
 
 /// A burst of `jobs` Jobs into a ClusterQueue that runs ten at a time, with `fault` injected
 /// once a quarter of them were admitted (or, on a slow machine, 60% were created with the
@@ -377,22 +148,28 @@ async fn burst_with(fault: Fault, jobs_in_burst: usize) {
     let flavors: Api<ResourceFlavor> = Api::all(client.clone());
     create_flavor(&client, &flavor, json!({})).await;
     let queues: Api<ClusterQueue> = Api::all(client.clone());
-    create_cluster_queue(&client, &cq, &[(&flavor, NOMINAL_CPU)], json!({})).await;
+    let preemption = json!({"preemption": {"withinClusterQueue": "LowerPriority"}});
+    create_cluster_queue(&client, &cq, &[(&flavor, NOMINAL_CPU)], preemption).await;
     create_local_queue(&client, ns.name(), "lq", &cq).await;
+    let priorities: Api<WorkloadPriorityClass> = Api::all(client.clone());
+    if matches!(fault, Fault::KillMidEviction) {
+        let urgent = from_json(json!({"metadata": {"name": URGENT}, "value": 1000}));
+        match priorities.create(&PostParams::default(), &urgent).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(error) => panic!("create the priority class: {error}"),
+        }
+    }
 
-    let ledger = Arc::new(Mutex::new(Ledger {
-        nominal: BTreeMap::from([(
-            (cq.clone(), flavor.clone(), "cpu".to_owned()),
-            resource_value("cpu", &from_json(json!(NOMINAL_CPU))).expect("quantity"),
-        )]),
-        ..Ledger::default()
-    }));
+    let key = (cq.clone(), flavor.clone(), "cpu".to_owned());
+    let nominal = resource_value("cpu", &from_json(json!(NOMINAL_CPU))).expect("quantity");
+    let watcher = Watcher::start(
+        &client,
+        ns.name(),
+        Ledger::with_nominal(BTreeMap::from([(key.clone(), nominal)])),
+    );
     let workloads: Api<Workload> = Api::namespaced(client.clone(), ns.name());
     let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
-    let watchers = [
-        watch_quota(workloads.clone(), Arc::clone(&ledger)),
-        watch_starts(jobs.clone(), workloads.clone(), Arc::clone(&ledger)),
-    ];
 
     let mut kuota = start_kuota(cluster).await;
     wait_for_job_webhook(&jobs).await;
@@ -407,7 +184,8 @@ async fn burst_with(fault: Fault, jobs_in_burst: usize) {
         );
         tokio::spawn(async move {
             for i in 0..jobs_in_burst {
-                let failures = create_until_done(&jobs, &burst_job(&format!("burst-{i:03}"))).await;
+                let job = burst_job(&format!("burst-{i:03}"), "lq", JOB_CPU);
+                let failures = create_until_done(&jobs, &job, CREATE_PATIENCE).await;
                 failed_attempts.fetch_add(failures, Ordering::SeqCst);
                 created.fetch_add(1, Ordering::SeqCst);
                 tokio::time::sleep(CREATE_EVERY).await;
@@ -415,7 +193,7 @@ async fn burst_with(fault: Fault, jobs_in_burst: usize) {
         })
     };
 
-    let admitted = || ledger.lock().expect("ledger lock").admitted.len();
+    let admitted = || watcher.ledger().admitted.len();
     let fault_after = jobs_in_burst / 4;
     eventually(
         Duration::from_secs(120),
@@ -428,13 +206,12 @@ async fn burst_with(fault: Fault, jobs_in_burst: usize) {
     )
     .await
     .unwrap_or_else(|e| panic!("{e}; kuota log:\n{}", kuota.process.log_tail(40)));
-    let created_at_fault = created.load(Ordering::SeqCst);
-    let admitted_at_fault = admitted();
-    let holding_at_fault = ledger.lock().expect("ledger lock").holding.len();
     let fault_started = Instant::now();
-    match fault {
+    let (killed_after, at_fault) = match fault {
         Fault::KillAdmitter => {
+            let seen = next_change(admitted, Duration::from_secs(60)).await;
             kuota.process.kill_hard();
+            let at_kill = watcher.ledger().clone();
             tokio::time::sleep(Duration::from_secs(2)).await;
             // Killed again while starting (making its certificates, syncing its caches).
             let mut starting = cluster
@@ -445,14 +222,31 @@ async fn burst_with(fault: Fault, jobs_in_burst: usize) {
             tokio::time::sleep(STARTING_FOR).await;
             starting.process.kill_hard();
             kuota = start_kuota(cluster).await;
+            (Some(("admission", seen)), at_kill)
         }
-        Fault::RestartComponent(component) => cluster
-            .plane()
-            .crash_and_restart(component, Duration::from_secs(2))
-            .await
-            .unwrap_or_else(|e| panic!("restarting {component}: {e}")),
-    }
+        Fault::KillMidEviction => {
+            let urgent = urgent_job();
+            create_until_done(&jobs, &urgent, CREATE_PATIENCE).await;
+            let seen =
+                next_change(|| watcher.ledger().evicted.len(), Duration::from_secs(60)).await;
+            kuota.process.kill_hard();
+            let at_kill = watcher.ledger().clone();
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            kuota = start_kuota(cluster).await;
+            (Some(("eviction", seen)), at_kill)
+        }
+        Fault::RestartComponent(component) => {
+            let at_fault = watcher.ledger().clone();
+            cluster
+                .plane()
+                .crash_and_restart(component, Duration::from_secs(2))
+                .await
+                .unwrap_or_else(|e| panic!("restarting {component}: {e}"));
+            (None, at_fault)
+        }
+    };
     let recovered_in = fault_started.elapsed();
+    let created_at_fault = created.load(Ordering::SeqCst);
 
     burst.await.expect("every job is created");
     assert_eq!(created.load(Ordering::SeqCst), jobs_in_burst);
@@ -460,14 +254,15 @@ async fn burst_with(fault: Fault, jobs_in_burst: usize) {
         created_at_fault < jobs_in_burst,
         "the fault came during the burst ({created_at_fault} jobs created by then)"
     );
+    let all_jobs = jobs_in_burst + usize::from(matches!(fault, Fault::KillMidEviction));
 
     let finished = eventually(Duration::from_secs(300), "all jobs complete", || async {
-        complete_jobs(&jobs).await == jobs_in_burst
+        complete_jobs(&jobs).await == all_jobs
     })
     .await;
     if let Err(error) = finished {
         panic!(
-            "{error}: {} of {jobs_in_burst} complete; kuota log:\n{}",
+            "{error}: {} of {all_jobs} complete; kuota log:\n{}",
             complete_jobs(&jobs).await,
             kuota.process.log_tail(40)
         );
@@ -475,50 +270,57 @@ async fn burst_with(fault: Fault, jobs_in_burst: usize) {
     eventually(
         Duration::from_secs(60),
         "one finished Workload per Job",
-        || async {
-            let (Ok(jobs), Ok(workloads)) = (
-                jobs.list(&ListParams::default()).await,
-                workloads.list(&ListParams::default()).await,
-            ) else {
-                return false;
-            };
-            one_finished_workload_per_job(&jobs.items, &workloads.items)
-        },
+        || one_finished_workload_each(&jobs, &workloads),
     )
     .await
     .expect("no Workload lost or duplicated, every one finished");
 
-    for watcher in watchers {
-        watcher.abort();
-    }
+    let ledger = watcher.finish();
     let failed_attempts = failed_attempts.load(Ordering::SeqCst);
-    {
-        let ledger = ledger.lock().expect("ledger lock");
-        assert!(
-            ledger.violations.is_empty(),
-            "the watcher saw {} violations:\n{}",
-            ledger.violations.len(),
-            ledger.violations.join("\n")
-        );
-        let key = (cq.clone(), flavor.clone(), "cpu".to_owned());
-        assert_eq!(
-            ledger.peak.get(&key),
-            Some(&1000),
-            "the ClusterQueue was full at some point (jobs really queued)"
-        );
-        assert_eq!(ledger.admitted.len(), jobs_in_burst);
-        assert_eq!(ledger.starts, jobs_in_burst, "every Job started once");
-        println!(
-            "{fault:?} after {admitted_at_fault} admissions with {created_at_fault} jobs created \
-             and {holding_at_fault} workloads holding quota; back in {:.1} s; \
-             {failed_attempts} creations retried meanwhile; the watcher checked {} workload \
-             events and {} job starts",
-            recovered_in.as_secs_f64(),
-            ledger.events,
-            ledger.starts
-        );
+    assert!(
+        ledger.violations.is_empty(),
+        "the watcher saw {} violations:\n{}",
+        ledger.violations.len(),
+        ledger.violations.join("\n")
+    );
+    assert_eq!(
+        ledger.peak.get(&key),
+        Some(&nominal),
+        "the ClusterQueue was full at some point (jobs really queued)"
+    );
+    assert_eq!(ledger.admitted.len(), all_jobs);
+    let evicted = ledger.evicted.len();
+    // An evicted Job that had started is suspended and started again when admitted again.
+    assert!(
+        (all_jobs..=all_jobs + evicted).contains(&ledger.starts),
+        "every Job started once per admission: {} starts, {all_jobs} jobs, {evicted} evictions",
+        ledger.starts
+    );
+    match fault {
+        Fault::KillMidEviction => assert!(
+            evicted > 0 && at_fault.holding.len() > 1,
+            "the admitter died mid-eviction: victims still held quota ({} holders)",
+            at_fault.holding.len()
+        ),
+        _ => assert_eq!(evicted, 0, "nothing preempts in this burst"),
     }
-    if matches!(fault, Fault::KillAdmitter) {
+    let killed_after = killed_after.map_or(String::new(), |(what, after)| {
+        format!(
+            " (killed on the first {what} seen after arming, {} ms in)",
+            after.as_millis()
+        )
+    });
+    println!(
+        "{fault:?}{killed_after} with {} admissions, {created_at_fault} jobs created and {} \
+         workloads holding quota; back in {:.1} s; {failed_attempts} creations retried \
+         meanwhile; {evicted} evictions; the watcher checked {} workload events and {} job starts",
+        at_fault.admitted.len(),
+        at_fault.holding.len(),
+        recovered_in.as_secs_f64(),
+        ledger.events,
+        ledger.starts
+    );
+    if !matches!(fault, Fault::RestartComponent(_)) {
         assert!(
             failed_attempts > 0,
             "some creations met the webhook down and were retried"
@@ -534,36 +336,14 @@ async fn burst_with(fault: Fault, jobs_in_burst: usize) {
         .expect("delete the flavor");
 }
 
-/// Every Job has exactly one Workload (Kueue's `job-uid` label names it), and it is finished.
-fn one_finished_workload_per_job(jobs: &[Job], workloads: &[Workload]) -> bool {
-    let mut per_job: HashMap<&str, usize> = HashMap::new();
-    for workload in workloads {
-        if !is_finished(workload) {
-            return false;
-        }
-        if let Some(uid) = workload.labels().get(JOB_UID_LABEL) {
-            *per_job.entry(uid.as_str()).or_default() += 1;
-        }
-    }
-    workloads.len() == jobs.len()
-        && jobs.iter().all(|job| {
-            job.uid()
-                .is_some_and(|uid| per_job.get(uid.as_str()) == Some(&1))
-        })
-}
-
-fn is_finished(workload: &Workload) -> bool {
-    workload.status.as_ref().is_some_and(|status| {
-        status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == "Finished" && c.status == "True")
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn killing_the_admitter_during_a_burst_never_exceeds_quota_and_every_job_finishes() {
     burst_with(Fault::KillAdmitter, 200).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn killing_the_admitter_mid_eviction_finishes_the_preemption_within_quota() {
+    burst_with(Fault::KillMidEviction, 100).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -2,7 +2,9 @@
 //! node: `helm install` with the document's `values.yaml`, the controller really running in a
 //! pod (non-root, read-only root, no capabilities), queues and every job kind admitted through
 //! the in-cluster webhook, `/metrics` scraped through its Service, `helm upgrade` turning a
-//! feature gate off and then running two replicas, then `helm uninstall` and the namespace
+//! feature gate off and then running two replicas through faults (`common/faults_in_cluster.rs`:
+//! leader deleted, killed and cut off from the API server, the webhook scaled to zero, a pod
+//! killed as it writes its certificate Secret), then `helm uninstall` and the namespace
 //! deleted, leaving nothing of Kuota behind. Last, the controller's RBAC is held to what it
 //! called in all of that, from the API server's audit log: every call allowed, every rule used.
 //!
@@ -12,7 +14,10 @@
 mod common {
     pub mod audit;
     pub mod dev_tools;
+    pub mod faults_in_cluster;
+    pub mod json;
     pub mod log_leaks;
+    pub mod watcher;
 }
 
 use std::cell::Cell;
@@ -996,6 +1001,7 @@ async fn the_source_documents_install_steps_run_kuota_in_a_pod() {
     assert_visibility_answers(&kubectl, "two replicas").await;
     let pod_names: Vec<&str> = pods.keys().map(String::as_str).collect();
     assert_logs_keep_secrets(&client, &kubectl, &pod_names, &token).await;
+    let faults = common::faults_in_cluster::with_two_replicas(&client, &kubectl).await;
 
     let granted = controller_permissions(&client).await;
     let audited_before_uninstall = std::fs::read_to_string(plane.audit_log())
@@ -1057,6 +1063,26 @@ async fn the_source_documents_install_steps_run_kuota_in_a_pod() {
         completed_after,
         rss.0,
         rss.1,
+    );
+    eprintln!(
+        "faults with two replicas, {} Jobs, the watcher checked {} Workload changes and {} Job \
+         starts, no violation: leader pod deleted -> the other holds the Lease in {:.2}s ({} \
+         creations retried); leader SIGKILLed -> {:.2}s ({} retried); leader cut off from the \
+         API server -> stopped admitting after {:.2}s, the other took over after {:.2}s ({} \
+         retried); no webhook pod -> `{}`; killed {} ms after writing the certificate Secret, \
+         then restarted and serving",
+        faults.jobs,
+        faults.watched_events,
+        faults.watched_starts,
+        faults.deleted_failover.as_secs_f64(),
+        faults.deleted_failed_creations,
+        faults.killed_failover.as_secs_f64(),
+        faults.killed_failed_creations,
+        faults.partition_stopped.as_secs_f64(),
+        faults.partition_taken_over.as_secs_f64(),
+        faults.partition_failed_creations,
+        faults.webhook_down_message,
+        faults.killed_after_secret.as_millis(),
     );
 
     let log = std::fs::read_to_string(plane.audit_log()).expect("the audit log");
