@@ -314,6 +314,11 @@ fn an_admitted_job_runs_on_its_flavor_and_finishes_its_workload() {
         let pod_sets = &workload.spec.pod_sets;
         assert_eq!(pod_sets.len(), 1);
         assert_eq!((pod_sets[0].name.as_str(), pod_sets[0].count), ("main", 2));
+        // As Kueue with TopologyAwareScheduling on (its default): pods ranked by completion index.
+        assert_eq!(
+            serde_json::to_value(&pod_sets[0].topology_request).expect("json"),
+            json!({"podIndexLabel": "batch.kubernetes.io/job-completion-index"})
+        );
         let template_labels = pod_sets[0]
             .template
             .metadata

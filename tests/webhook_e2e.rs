@@ -473,6 +473,55 @@ async fn kubectl_apply_refuses_jobs_that_could_never_run() {
 }
 
 #[tokio::test]
+async fn topology_annotations_kueue_refuses_are_refused_and_good_ones_kept() {
+    let harness = harness().await;
+    let ns = harness.cluster.namespace().await;
+    let ns = ns.name();
+    queues(harness, ns, "8").await;
+    let with_annotations = |name: &str, annotations: Value| {
+        let mut job = batch_job(name, queue_label("team-a"), 2, "1");
+        job["spec"]["template"]["metadata"] = json!({"annotations": annotations});
+        job
+    };
+    let both = with_annotations(
+        "two-levels",
+        json!({
+            "kueue.x-k8s.io/podset-required-topology": "cloud.provider.com/topology-rack",
+            "kueue.x-k8s.io/podset-preferred-topology": "cloud.provider.com/topology-block",
+        }),
+    );
+    let output = apply(harness, Some(ns), &[both]);
+    assert!(!output.status.success(), "refused");
+    assert_eq!(
+        stderr(&output),
+        r#"Error from server (Forbidden): error when creating "STDIN": admission webhook "vjob.kb.io" denied the request: spec.template.metadata.annotations: Invalid value: must not contain more than one topology annotation: ["kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology", "kueue.x-k8s.io/podset-unconstrained-topology"]"#
+    );
+    let sliced = with_annotations(
+        "sliced",
+        json!({
+            "kueue.x-k8s.io/podset-required-topology": "cloud.provider.com/topology-block",
+            "kueue.x-k8s.io/podset-slice-required-topology": "cloud.provider.com/topology-rack",
+            "kueue.x-k8s.io/podset-slice-size": "3",
+        }),
+    );
+    let output = apply(harness, Some(ns), &[sliced]);
+    assert_eq!(
+        stderr(&output),
+        r#"Error from server (Forbidden): error when creating "STDIN": admission webhook "vjob.kb.io" denied the request: spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]: Invalid value: "3": must not be greater than pod set count 2"#
+    );
+    let jobs: Api<Job> = Api::namespaced(harness.cluster.client().await, ns);
+    for refused in ["two-levels", "sliced"] {
+        assert!(jobs.get_opt(refused).await.expect("get").is_none());
+    }
+    let rack = with_annotations(
+        "one-rack",
+        json!({"kueue.x-k8s.io/podset-required-topology": "cloud.provider.com/topology-rack"}),
+    );
+    let output = apply(harness, Some(ns), &[rack]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[tokio::test]
 async fn the_queue_of_a_running_job_cannot_change() {
     let harness = harness().await;
     let ns = harness.cluster.namespace().await;

@@ -738,6 +738,7 @@ mod tests {
             template,
             count: 4,
             min_count: Some(2),
+            topology_request: None,
         };
         let resources = Resources {
             quota_check_strategy: QuotaCheckStrategy::BlockUndeclared,

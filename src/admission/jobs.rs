@@ -421,13 +421,18 @@ pub fn kueue_violations(
         }
         None => Vec::new(),
     };
-    let errors = framework.validate(ValidationInput {
+    let mut errors = framework.validate(ValidationInput {
         old,
         new,
         manage_jobs_without_queue_name: config.manage_jobs_without_queue_name,
         common_on_create,
         common_on_update,
     });
+    errors.extend(crate::jobs::topology::validate(
+        framework,
+        new,
+        config.topology_gates(),
+    ));
     errors.into_iter().chain(extra).collect()
 }
 

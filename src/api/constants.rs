@@ -56,6 +56,24 @@ pub const WORKLOAD_ANNOTATION: &str = "kueue.x-k8s.io/workload";
 pub const RESOURCE_IN_USE_FINALIZER: &str = "kueue.x-k8s.io/resource-in-use";
 /// Scheduling gate holding the pods of an elastic job until it is admitted.
 pub const ELASTIC_JOB_SCHEDULING_GATE: &str = "kueue.x-k8s.io/elastic-job";
+/// Pod template annotation: every pod of the PodSet on one domain of this topology level.
+pub const PODSET_REQUIRED_TOPOLOGY_ANNOTATION: &str = "kueue.x-k8s.io/podset-required-topology";
+/// Pod template annotation: the pods on as few domains of this level as possible.
+pub const PODSET_PREFERRED_TOPOLOGY_ANNOTATION: &str = "kueue.x-k8s.io/podset-preferred-topology";
+/// Pod template annotation (`"true"`): topology-aware placement without a level constraint.
+pub const PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION: &str =
+    "kueue.x-k8s.io/podset-unconstrained-topology";
+/// Pod template annotation: each slice of the PodSet on one domain of this level.
+pub const PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION: &str =
+    "kueue.x-k8s.io/podset-slice-required-topology";
+/// Pod template annotation: pods per slice.
+pub const PODSET_SLICE_SIZE_ANNOTATION: &str = "kueue.x-k8s.io/podset-slice-size";
+/// Pod template annotation: up to three slice levels with their sizes, as a JSON array.
+pub const PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION: &str =
+    "kueue.x-k8s.io/podset-slice-required-topology-constraints";
+/// Pod template annotation: PodSets with the same group name are placed together.
+pub const PODSET_GROUP_NAME_ANNOTATION: &str = "kueue.x-k8s.io/podset-group-name";
+
 /// Scheduling gate holding pods until their topology assignment is applied.
 pub const TOPOLOGY_SCHEDULING_GATE: &str = "kueue.x-k8s.io/topology";
 /// Scheduling gate holding pods of the pod integration until admission.

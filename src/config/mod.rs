@@ -595,6 +595,14 @@ pub enum ConfigError {
 }
 
 impl Configuration {
+    /// Which topology annotations jobs' templates are read for.
+    pub fn topology_gates(&self) -> crate::jobs::TopologyGates {
+        crate::jobs::TopologyGates {
+            enabled: self.feature_gates.enabled(Feature::TopologyAwareScheduling),
+            multi_layer: self.feature_gates.enabled(Feature::TASMultiLayerTopology),
+        }
+    }
+
     /// Loads `path` (or Kueue's defaults when `None`) with the service account's namespace as
     /// fallback, and logs [`Configuration::warnings`].
     pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {

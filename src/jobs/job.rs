@@ -7,9 +7,13 @@ use super::podset::{
 };
 use super::validation::{go_atoi, key_path};
 use super::{
-    FieldError, JobError, JobFinished, JobFramework, JobKind, ReclaimablePod, ValidationInput,
+    FieldError, JobError, JobFinished, JobFramework, JobKind, PodIndexing, ReclaimablePod,
+    ValidationInput,
 };
 use crate::k8s::json;
+
+/// Label the Job controller puts on each pod of an Indexed Job: its completion index.
+pub const COMPLETION_INDEX_LABEL: &str = "batch.kubernetes.io/job-completion-index";
 
 /// Annotation allowing partial admission down to this many pods.
 pub const MIN_PARALLELISM_ANNOTATION: &str = "kueue.x-k8s.io/job-min-parallelism";
@@ -78,6 +82,13 @@ impl JobFramework for BatchJob {
 
     fn template_pointers(&self, _job: &Value) -> Result<Vec<String>, JobError> {
         Ok(vec![TEMPLATE.to_string()])
+    }
+
+    fn pod_indexing(&self, _job: &Value, _pod_set: usize) -> PodIndexing {
+        PodIndexing {
+            pod_index_label: Some(COMPLETION_INDEX_LABEL),
+            ..PodIndexing::default()
+        }
     }
 
     fn run(&self, job: &mut Value, infos: &[PodSetInfo]) -> Result<(), JobError> {

@@ -2,11 +2,16 @@
 
 use serde_json::Value;
 
+use super::job::COMPLETION_INDEX_LABEL;
 use super::podset::PodSet;
 use super::{
-    FieldError, JobError, JobFinished, JobFramework, JobKind, ReclaimablePod, ValidationInput,
+    FieldError, JobError, JobFinished, JobFramework, JobKind, PodIndexing, ReclaimablePod,
+    ValidationInput,
 };
 use crate::k8s::json;
+
+/// Label JobSet puts on the pods of each copy of a replicated Job: the copy's index.
+const JOB_INDEX_LABEL: &str = "jobset.sigs.k8s.io/job-index";
 
 /// The JobSet integration (`jobset.x-k8s.io/jobset`).
 #[derive(Debug, Clone, Copy)]
@@ -46,6 +51,15 @@ impl JobFramework for JobSet {
         Ok((0..replicated_jobs(job).count())
             .map(template_pointer)
             .collect())
+    }
+
+    /// Pods are ranked by their Job's completion index within each copy of the replicated Job.
+    fn pod_indexing(&self, job: &Value, pod_set: usize) -> PodIndexing {
+        PodIndexing {
+            pod_index_label: Some(COMPLETION_INDEX_LABEL),
+            sub_group_index_label: Some(JOB_INDEX_LABEL),
+            sub_group_count: replicated_jobs(job).nth(pod_set).map(replicas),
+        }
     }
 
     fn finished(&self, job: &Value) -> Option<JobFinished> {

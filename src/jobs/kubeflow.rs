@@ -5,8 +5,14 @@
 use serde_json::Value;
 
 use super::podset::PodSet;
-use super::{FieldError, JobError, JobFinished, JobFramework, JobKind, ValidationInput};
+use super::{
+    FieldError, JobError, JobFinished, JobFramework, JobKind, PodIndexing, ValidationInput,
+};
 use crate::k8s::json;
+
+/// Label the Kubeflow operators (and the MPI operator) put on each pod: its index among the
+/// replicas of its type.
+const REPLICA_INDEX_LABEL: &str = "training.kubeflow.org/replica-index";
 
 /// How a Kubeflow kind's webhook combines the common validation errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +87,13 @@ impl JobFramework for KubeflowJob {
             .present_types(job)
             .map(|replica| format!("{}/template", self.replica_pointer(replica)))
             .collect())
+    }
+
+    fn pod_indexing(&self, _job: &Value, _pod_set: usize) -> PodIndexing {
+        PodIndexing {
+            pod_index_label: Some(REPLICA_INDEX_LABEL),
+            ..PodIndexing::default()
+        }
     }
 
     fn finished(&self, job: &Value) -> Option<JobFinished> {

@@ -8,7 +8,8 @@
 //! of them. Adding a kind means one new file plus one line in that table.
 //!
 //! Kuota does not implement workload slicing, so everything here behaves like Kueue with the
-//! `ElasticJobsViaWorkloadSlices` gate off, and Topology Aware Scheduling is not supported.
+//! `ElasticJobsViaWorkloadSlices` gate off. Topology requests are read and checked
+//! ([`topology`]); placing pods by them is not implemented yet.
 
 mod kubeflow;
 mod workload_name;
@@ -20,6 +21,7 @@ pub mod ray;
 pub mod raycluster;
 pub mod rayjob;
 pub mod requests;
+pub mod topology;
 pub mod validation;
 
 mod jaxjob;
@@ -48,6 +50,7 @@ pub use raycluster::RayCluster;
 pub use rayjob::RayJob;
 pub use requests::{Requests, pod_requests, scale_requests, total_requests};
 pub use tfjob::TF_JOB;
+pub use topology::{PodIndexing, TopologyGates};
 pub use validation::ValidationInput;
 pub use workload_name::{workload_name, workload_name_for};
 pub use xgboostjob::XGBOOST_JOB;
@@ -179,6 +182,10 @@ pub enum JobError {
         /// Number of PodSets the job has.
         count: usize,
     },
+    /// A pod template's topology annotations cannot make a topology request (the webhook
+    /// refuses such jobs; this is for jobs created while it was bypassed).
+    #[error("invalid topology request: {0}")]
+    InvalidTopologyRequest(String),
     /// Admission info does not fit the job's PodSets (Kueue `BadPodSetsInfoLenError`).
     #[error("invalid podset infos: expecting {expected} podset, got {got}")]
     PodSetCountMismatch {
@@ -259,6 +266,12 @@ pub trait JobFramework: Send + Sync + 'static {
 
     /// JSON pointers of the job's pod templates, in PodSet order.
     fn template_pointers(&self, job: &Value) -> Result<Vec<String>, JobError>;
+
+    /// The pod index labels of the PodSet at `pod_set` (none by default), which go into its
+    /// topology request.
+    fn pod_indexing(&self, _job: &Value, _pod_set: usize) -> PodIndexing {
+        PodIndexing::default()
+    }
 
     /// Starts an admitted job: unsuspends it and merges one [`PodSetInfo`] per PodSet into the
     /// pod templates. On error the job is left unchanged.

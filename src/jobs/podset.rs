@@ -11,6 +11,7 @@ use serde::de::Error as _;
 use serde_json::{Map, Value};
 
 use super::JobError;
+use crate::api::v1beta2::PodSetTopologyRequest;
 use crate::k8s::json;
 use crate::k8s::names;
 use crate::k8s::quantity::parse_nano;
@@ -41,6 +42,9 @@ pub struct PodSet {
     pub count: i32,
     /// Fewest pods the job can run with (partial admission), if it allows fewer.
     pub min_count: Option<i32>,
+    /// Topology-aware scheduling request, from the template's annotations and the kind's pod
+    /// index labels ([`super::topology::topology_requests`]).
+    pub topology_request: Option<PodSetTopologyRequest>,
 }
 
 impl PodSet {
@@ -69,6 +73,7 @@ impl PodSet {
             template,
             count,
             min_count: None,
+            topology_request: None,
         }
     }
 

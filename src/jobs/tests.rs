@@ -1661,3 +1661,397 @@ fn test_crds_parse_and_match_the_table() {
     third_party.sort_unstable();
     assert_eq!(covered, third_party);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Topology requests
+
+const TAS: TopologyGates = TopologyGates {
+    enabled: true,
+    multi_layer: true,
+};
+
+/// A one-container template (1 cpu) with these annotations.
+fn annotated(annotations: &[(&str, &str)]) -> Value {
+    let mut template = tpl("1");
+    let annotations: serde_json::Map<String, Value> = annotations
+        .iter()
+        .map(|(key, value)| ((*key).to_owned(), json!(value)))
+        .collect();
+    template["metadata"] = json!({"annotations": annotations});
+    template
+}
+
+fn requests_of(framework: &dyn JobFramework, job: &Value, gates: TopologyGates) -> Vec<Value> {
+    let pod_sets = framework.pod_sets(job).expect("pod sets");
+    topology::topology_requests(framework, job, &pod_sets, gates)
+        .expect("topology requests")
+        .into_iter()
+        .map(|request| serde_json::to_value(request).expect("json"))
+        .collect()
+}
+
+fn tas_errors(framework: &dyn JobFramework, job: &Value) -> String {
+    aggregate(&topology::validate(framework, job, TAS)).unwrap_or_default()
+}
+
+#[test]
+fn topology_requests_follow_the_annotations_and_the_kinds_index_labels() {
+    let required = batch_job(
+        4,
+        None,
+        annotated(&[
+            ("kueue.x-k8s.io/podset-required-topology", "rack"),
+            ("kueue.x-k8s.io/podset-group-name", "g"),
+        ]),
+    );
+    /// (what, kind, job, gates, expected requests as JSON).
+    type Case<'a> = (
+        &'a str,
+        &'a dyn JobFramework,
+        Value,
+        TopologyGates,
+        Vec<Value>,
+    );
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "a Job without annotations is ranked by completion index",
+            &BatchJob,
+            batch_job(2, None, tpl("1")),
+            TAS,
+            vec![json!({"podIndexLabel": "batch.kubernetes.io/job-completion-index"})],
+        ),
+        (
+            "required level, group name kept",
+            &BatchJob,
+            required.clone(),
+            TAS,
+            vec![json!({
+                "required": "rack",
+                "podIndexLabel": "batch.kubernetes.io/job-completion-index",
+                "podSetGroupName": "g",
+            })],
+        ),
+        (
+            "gate off: nothing",
+            &BatchJob,
+            required,
+            TopologyGates {
+                enabled: false,
+                multi_layer: false,
+            },
+            vec![Value::Null],
+        ),
+        (
+            "unconstrained, and a group name without required/preferred dropped",
+            &BatchJob,
+            batch_job(
+                1,
+                None,
+                annotated(&[
+                    ("kueue.x-k8s.io/podset-unconstrained-topology", "T"),
+                    ("kueue.x-k8s.io/podset-group-name", "g"),
+                ]),
+            ),
+            TAS,
+            vec![json!({
+                "unconstrained": true,
+                "podIndexLabel": "batch.kubernetes.io/job-completion-index",
+            })],
+        ),
+        (
+            "slices",
+            &BatchJob,
+            batch_job(
+                4,
+                None,
+                annotated(&[
+                    ("kueue.x-k8s.io/podset-preferred-topology", "block"),
+                    ("kueue.x-k8s.io/podset-slice-required-topology", "rack"),
+                    ("kueue.x-k8s.io/podset-slice-size", "2"),
+                ]),
+            ),
+            TAS,
+            vec![json!({
+                "preferred": "block",
+                "podIndexLabel": "batch.kubernetes.io/job-completion-index",
+                "podSetSliceRequiredTopology": "rack",
+                "podSetSliceSize": 2,
+            })],
+        ),
+        (
+            "JobSet: completion index within each copy of a replicated job",
+            &JobSet,
+            jobset(&[
+                ("driver", 1, 1, 1, tpl("1")),
+                (
+                    "workers",
+                    3,
+                    2,
+                    2,
+                    annotated(&[(
+                        "kueue.x-k8s.io/podset-slice-required-topology-constraints",
+                        r#"[{"topology":"block","size":6},{"topology":"rack","size":2}]"#,
+                    )]),
+                ),
+            ]),
+            TAS,
+            vec![
+                json!({
+                    "podIndexLabel": "batch.kubernetes.io/job-completion-index",
+                    "subGroupIndexLabel": "jobset.sigs.k8s.io/job-index",
+                    "subGroupCount": 1,
+                }),
+                json!({
+                    "podIndexLabel": "batch.kubernetes.io/job-completion-index",
+                    "subGroupIndexLabel": "jobset.sigs.k8s.io/job-index",
+                    "subGroupCount": 3,
+                    "podsetSliceRequiredTopologyConstraints": [
+                        {"topology": "block", "size": 6},
+                        {"topology": "rack", "size": 2},
+                    ],
+                }),
+            ],
+        ),
+        (
+            "Kubeflow: replica index",
+            &PYTORCH_JOB,
+            kubeflow_job(
+                "kubeflow.org/v1",
+                "PyTorchJob",
+                "pytorchReplicaSpecs",
+                &[("Master", Some(1), tpl("1"))],
+            ),
+            TAS,
+            vec![json!({"podIndexLabel": "training.kubeflow.org/replica-index"})],
+        ),
+        (
+            "Ray has no index label: only annotated PodSets get a request",
+            &RayCluster,
+            ray_cluster(ray_cluster_spec(
+                head_template(),
+                &[(
+                    "gpu",
+                    Some(2),
+                    1,
+                    annotated(&[("kueue.x-k8s.io/podset-preferred-topology", "rack")]),
+                )],
+            )),
+            TAS,
+            vec![Value::Null, json!({"preferred": "rack"})],
+        ),
+    ];
+    for (name, framework, job, gates, want) in cases {
+        assert_eq!(requests_of(framework, &job, gates), want, "{name}");
+    }
+}
+
+#[test]
+fn topology_annotations_are_refused_with_kueues_messages() {
+    let path = "spec.template.metadata.annotations";
+    let job = |annotations: &[(&str, &str)]| batch_job(4, None, annotated(annotations));
+    let cases = [
+        (
+            job(&[
+                ("kueue.x-k8s.io/podset-required-topology", "rack"),
+                ("kueue.x-k8s.io/podset-unconstrained-topology", "true"),
+            ]),
+            format!(
+                "{path}: Invalid value: must not contain more than one topology annotation: \
+                 [\"kueue.x-k8s.io/podset-required-topology\", \
+                 \"kueue.x-k8s.io/podset-preferred-topology\", \
+                 \"kueue.x-k8s.io/podset-unconstrained-topology\"]"
+            ),
+        ),
+        (
+            job(&[("kueue.x-k8s.io/podset-preferred-topology", "a/b/c")]),
+            format!(
+                "{path}[kueue.x-k8s.io/podset-preferred-topology]: Invalid value: \"a/b/c\": a \
+                 qualified name must consist of alphanumeric characters, '-', '_' or '.', and \
+                 must start and end with an alphanumeric character (e.g. 'MyName',  or \
+                 'my.name',  or '123-abc', regex used for validation is \
+                 '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain \
+                 prefix and '/' (e.g. 'example.com/MyName')"
+            ),
+        ),
+        (
+            job(&[("kueue.x-k8s.io/podset-group-name", "42")]),
+            format!(
+                "[{path}[kueue.x-k8s.io/podset-group-name]: Invalid value: \"42\": must not be a \
+                 number, {path}[kueue.x-k8s.io/podset-group-name]: Forbidden: may not be set \
+                 when neither 'kueue.x-k8s.io/podset-preferred-topology' nor \
+                 'kueue.x-k8s.io/podset-required-topology' is specified]"
+            ),
+        ),
+        (
+            job(&[("kueue.x-k8s.io/podset-unconstrained-topology", "yes")]),
+            format!(
+                "{path}[kueue.x-k8s.io/podset-unconstrained-topology]: Invalid value: \"yes\": \
+                 must be a boolean value"
+            ),
+        ),
+        (
+            job(&[
+                ("kueue.x-k8s.io/podset-slice-required-topology", "rack"),
+                ("kueue.x-k8s.io/podset-slice-size", "0"),
+            ]),
+            format!(
+                "{path}[kueue.x-k8s.io/podset-slice-size]: Invalid value: \"0\": must be greater \
+                 than or equal to 1"
+            ),
+        ),
+        (
+            job(&[
+                ("kueue.x-k8s.io/podset-slice-required-topology", "rack"),
+                ("kueue.x-k8s.io/podset-slice-size", "5"),
+            ]),
+            format!(
+                "{path}[kueue.x-k8s.io/podset-slice-size]: Invalid value: \"5\": must not be \
+                 greater than pod set count 4"
+            ),
+        ),
+        (
+            job(&[("kueue.x-k8s.io/podset-slice-required-topology", "rack")]),
+            format!(
+                "{path}[kueue.x-k8s.io/podset-slice-size]: Required value: must be set when \
+                 'kueue.x-k8s.io/podset-slice-required-topology' is specified"
+            ),
+        ),
+        (
+            job(&[("kueue.x-k8s.io/podset-slice-size", "x")]),
+            format!(
+                "[{path}[kueue.x-k8s.io/podset-slice-size]: Invalid value: \"x\": must be a \
+                 numeric value, {path}[kueue.x-k8s.io/podset-slice-size]: Forbidden: may not be \
+                 set when 'kueue.x-k8s.io/podset-slice-required-topology' is not specified]"
+            ),
+        ),
+        (
+            job(&[(
+                "kueue.x-k8s.io/podset-slice-required-topology-constraints",
+                r#"[{"topology":"block","size":4},{"topology":"block","size":3}]"#,
+            )]),
+            format!(
+                "[{path}[kueue.x-k8s.io/podset-slice-required-topology-constraints][1].topology: \
+                 Duplicate value: \"block (also at index 0)\", \
+                 {path}[kueue.x-k8s.io/podset-slice-required-topology-constraints][1].size: \
+                 Invalid value: 3: must evenly divide the parent layer size 4]"
+            ),
+        ),
+        (
+            job(&[(
+                "kueue.x-k8s.io/podset-slice-required-topology-constraints",
+                "[]",
+            )]),
+            format!(
+                "{path}[kueue.x-k8s.io/podset-slice-required-topology-constraints]: Invalid \
+                 value: \"[]\": topology constraints must contain between 1 and 3 entries"
+            ),
+        ),
+        (
+            job(&[(
+                "kueue.x-k8s.io/podset-slice-required-topology-constraints",
+                r#"[{"topology":"rack","size":8}]"#,
+            )]),
+            format!(
+                "{path}[kueue.x-k8s.io/podset-slice-required-topology-constraints]: Invalid \
+                 value: 8: must not be greater than pod set count 4"
+            ),
+        ),
+    ];
+    for (job, want) in cases {
+        assert_eq!(tas_errors(&BatchJob, &job), want);
+    }
+    let without_multi_layer = topology::validate(
+        &BatchJob,
+        &job(&[(
+            "kueue.x-k8s.io/podset-slice-required-topology-constraints",
+            r#"[{"topology":"rack","size":2}]"#,
+        )]),
+        TopologyGates {
+            enabled: true,
+            multi_layer: false,
+        },
+    );
+    assert_eq!(
+        aggregate(&without_multi_layer).unwrap_or_default(),
+        format!(
+            "{path}[kueue.x-k8s.io/podset-slice-required-topology-constraints]: Forbidden: the \
+             TASMultiLayerTopology feature gate must be enabled to use this annotation"
+        )
+    );
+}
+
+#[test]
+fn topology_groups_and_paths_of_multi_template_kinds() {
+    let rack = [
+        ("kueue.x-k8s.io/podset-required-topology", "rack"),
+        ("kueue.x-k8s.io/podset-group-name", "g"),
+    ];
+    let block = [
+        ("kueue.x-k8s.io/podset-required-topology", "block"),
+        ("kueue.x-k8s.io/podset-group-name", "g"),
+    ];
+    let leader_and_workers = jobset(&[
+        ("leader", 1, 1, 1, annotated(&rack)),
+        ("workers", 1, 4, 4, annotated(&rack)),
+    ]);
+    assert_eq!(tas_errors(&JobSet, &leader_and_workers), "");
+    let path =
+        |i: usize| format!("spec.replicatedJobs[{i}].template.spec.template.metadata.annotations");
+    assert_eq!(
+        tas_errors(
+            &JobSet,
+            &jobset(&[
+                ("a", 1, 2, 2, annotated(&rack)),
+                ("b", 1, 2, 2, annotated(&block)),
+            ])
+        ),
+        format!(
+            "[{a}[kueue.x-k8s.io/podset-group-name]: Invalid value: \"g\": can only define groups \
+             where at least one pod set has only 1 replica, got: 2 replica(s) and 2 replica(s) in \
+             the group, {b}[kueue.x-k8s.io/podset-group-name]: Invalid value: \"g\": can only \
+             define groups where at least one pod set has only 1 replica, got: 2 replica(s) and \
+             2 replica(s) in the group, {a}: Invalid value: must specify \
+             'kueue.x-k8s.io/podset-required-topology' or \
+             'kueue.x-k8s.io/podset-preferred-topology' topology consistent with '{b}' in group \
+             'g', {b}: Invalid value: must specify 'kueue.x-k8s.io/podset-required-topology' or \
+             'kueue.x-k8s.io/podset-preferred-topology' topology consistent with '{a}' in group \
+             'g']",
+            a = path(0),
+            b = path(1)
+        )
+    );
+    assert_eq!(
+        tas_errors(&JobSet, &jobset(&[("alone", 1, 1, 1, annotated(&rack))])),
+        format!(
+            "{}[kueue.x-k8s.io/podset-group-name]: Invalid value: \"g\": can only define groups \
+             of exactly 2 pod sets, got: 1 pod set(s)",
+            path(0)
+        )
+    );
+    let kubeflow = kubeflow_job(
+        "kubeflow.org/v1",
+        "PyTorchJob",
+        "pytorchReplicaSpecs",
+        &[(
+            "Worker",
+            Some(2),
+            annotated(&[("kueue.x-k8s.io/podset-unconstrained-topology", "no")]),
+        )],
+    );
+    assert_eq!(
+        tas_errors(&PYTORCH_JOB, &kubeflow),
+        "spec.pytorchReplicaSpecs[Worker].template.metadata.annotations\
+         [kueue.x-k8s.io/podset-unconstrained-topology]: Invalid value: \"no\": must be a \
+         boolean value"
+    );
+    let ray = ray_cluster(ray_cluster_spec(
+        annotated(&[("kueue.x-k8s.io/podset-slice-size", "1")]),
+        &[],
+    ));
+    assert_eq!(
+        tas_errors(&RayCluster, &ray),
+        "spec.headGroupSpec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]: \
+         Forbidden: may not be set when 'kueue.x-k8s.io/podset-slice-required-topology' is not \
+         specified"
+    );
+}

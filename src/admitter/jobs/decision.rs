@@ -21,7 +21,7 @@ use crate::api::v1beta2::{
     WorkloadSpec, WorkloadStatus,
 };
 use crate::config::{Configuration, Feature, NamespaceSelector, WaitForPodsReady};
-use crate::jobs::{self, JobError, JobFramework};
+use crate::jobs::{self, JobError, JobFramework, TopologyGates};
 use crate::k8s::conditions::set_condition;
 use crate::k8s::events::Event;
 
@@ -40,6 +40,8 @@ pub struct JobSettings {
     pub reclaimable_pods: bool,
     /// Feature `PartialAdmission`: keep `minCount` in the Workload's PodSets.
     pub partial_admission: bool,
+    /// Which topology annotations go into the Workload's PodSets.
+    pub topology: TopologyGates,
     /// Feature `AssignQueueLabelsForPods`: put the queue labels on admitted pod templates.
     pub assign_queue_labels: bool,
     /// Feature `FinishOrphanedWorkloads`: finish Workloads whose job is gone.
@@ -60,6 +62,7 @@ impl JobSettings {
             wait_for_pods_ready: config.wait_for_pods_ready.clone(),
             reclaimable_pods: gates.enabled(Feature::ReclaimablePods),
             partial_admission: gates.enabled(Feature::PartialAdmission),
+            topology: config.topology_gates(),
             assign_queue_labels: gates.enabled(Feature::AssignQueueLabelsForPods),
             finish_orphaned_workloads: gates.enabled(Feature::FinishOrphanedWorkloads),
             after_deactivated_by_kueue: config
@@ -235,7 +238,12 @@ pub fn reconcile_decision(input: &JobInput<'_>) -> Result<JobAction, DecisionErr
         Parent::None | Parent::Unmanaged => {}
     }
 
-    let pod_sets = workload_builder::job_pod_sets(framework, job, settings.partial_admission)?;
+    let pod_sets = workload_builder::job_pod_sets(
+        framework,
+        job,
+        settings.partial_admission,
+        settings.topology,
+    )?;
 
     // 1. The Workload must match the job.
     let workload = match workload {

@@ -16,7 +16,9 @@ use crate::api::v1beta2::{
     PodSet as WorkloadPodSet, PriorityClassKind, PriorityClassRef, ResourceFlavorSpec, Workload,
     WorkloadSpec,
 };
-use crate::jobs::{self, JobError, JobFramework, PodSet, PodSetInfo, pod_sets_equivalent};
+use crate::jobs::{
+    self, JobError, JobFramework, PodSet, PodSetInfo, TopologyGates, pod_sets_equivalent,
+};
 use crate::k8s::json::label;
 use crate::k8s::names;
 
@@ -142,18 +144,21 @@ pub fn resolve_priority(
         .unwrap_or_default())
 }
 
-/// The job's PodSets as they go into a Workload; `minCount` is dropped when partial admission
-/// is off (Kueue `clearMinCountsIfFeatureDisabled`).
+/// The job's PodSets as they go into a Workload: with their topology requests, and without
+/// `minCount` when partial admission is off (Kueue `clearMinCountsIfFeatureDisabled`).
 pub fn job_pod_sets(
     framework: &dyn JobFramework,
     job: &Value,
     partial_admission: bool,
+    topology: TopologyGates,
 ) -> Result<Vec<PodSet>, JobError> {
     let mut pod_sets = framework.pod_sets(job)?;
-    if !partial_admission {
-        pod_sets
-            .iter_mut()
-            .for_each(|pod_set| pod_set.min_count = None);
+    let requests = jobs::topology::topology_requests(framework, job, &pod_sets, topology)?;
+    for (pod_set, request) in pod_sets.iter_mut().zip(requests) {
+        pod_set.topology_request = request;
+        if !partial_admission {
+            pod_set.min_count = None;
+        }
     }
     Ok(pod_sets)
 }
@@ -239,7 +244,7 @@ pub fn to_workload_pod_set(pod_set: &PodSet) -> WorkloadPodSet {
         template: pod_set.template.clone(),
         count: pod_set.count,
         min_count: pod_set.min_count,
-        topology_request: None,
+        topology_request: pod_set.topology_request.clone(),
     }
 }
 
@@ -250,6 +255,7 @@ pub fn from_workload_pod_set(pod_set: &WorkloadPodSet) -> PodSet {
         template: pod_set.template.clone(),
         count: pod_set.count,
         min_count: pod_set.min_count,
+        topology_request: pod_set.topology_request.clone(),
     }
 }
 

@@ -15,6 +15,12 @@ use crate::api::v1beta2::{
 };
 use crate::jobs::{BatchJob, PYTORCH_JOB};
 
+/// Kueue's defaults: `TopologyAwareScheduling` and `TASMultiLayerTopology` on.
+pub(crate) const KUEUE_TOPOLOGY_DEFAULTS: TopologyGates = TopologyGates {
+    enabled: true,
+    multi_layer: true,
+};
+
 pub(crate) const UID: &str = "6a3f9d0e-7c1b-4d2a-9f8e-1b2c3d4e5f60";
 pub(crate) const NOW: &str = "2025-06-01T12:00:00Z";
 
@@ -162,7 +168,8 @@ pub(crate) struct WorkloadBuilder(pub(crate) Workload);
 impl WorkloadBuilder {
     /// The Workload Kuota creates for `job` (priority 0), stored with generation 1.
     pub(crate) fn for_job(framework: &dyn JobFramework, job: &Value) -> Self {
-        let pod_sets = job_pod_sets(framework, job, true).expect("pod sets");
+        let pod_sets =
+            job_pod_sets(framework, job, true, KUEUE_TOPOLOGY_DEFAULTS).expect("pod sets");
         let mut workload =
             build_workload(framework, job, &pod_sets, &ResolvedPriority::default(), &[])
                 .expect("workload");
@@ -293,7 +300,7 @@ fn the_workload_of_a_batch_job_is_exactly_kueues() {
             json!(UID),
         )
         .build();
-    let pod_sets = job_pod_sets(&BatchJob, &job, true).expect("pod sets");
+    let pod_sets = job_pod_sets(&BatchJob, &job, true, KUEUE_TOPOLOGY_DEFAULTS).expect("pod sets");
     let priority = ResolvedPriority {
         class_ref: Some(PriorityClassRef::workload_priority_class("high")),
         value: 1000,
@@ -335,6 +342,10 @@ fn the_workload_of_a_batch_job_is_exactly_kueues() {
                             }],
                         },
                     },
+                    // Kueue ranks a Job's pods by completion index when TAS is on.
+                    "topologyRequest": {
+                        "podIndexLabel": "batch.kubernetes.io/job-completion-index",
+                    },
                 }],
                 "queueName": "lq",
                 "priorityClassRef": {
@@ -352,7 +363,8 @@ fn the_workload_of_a_batch_job_is_exactly_kueues() {
 #[test]
 fn the_workload_of_a_pytorch_job_has_one_pod_set_per_replica_type() {
     let job = JobBuilder::pytorch().build();
-    let pod_sets = job_pod_sets(&PYTORCH_JOB, &job, true).expect("pod sets");
+    let pod_sets =
+        job_pod_sets(&PYTORCH_JOB, &job, true, KUEUE_TOPOLOGY_DEFAULTS).expect("pod sets");
     let workload = build_workload(
         &PYTORCH_JOB,
         &job,
@@ -392,7 +404,7 @@ fn a_job_without_uid_gets_no_workload() {
         .as_object_mut()
         .expect("metadata")
         .remove("uid");
-    let pod_sets = job_pod_sets(&BatchJob, &job, true).expect("pod sets");
+    let pod_sets = job_pod_sets(&BatchJob, &job, true, KUEUE_TOPOLOGY_DEFAULTS).expect("pod sets");
     let error = build_workload(
         &BatchJob,
         &job,
@@ -409,8 +421,8 @@ fn partial_admission_off_drops_min_count() {
     let job = JobBuilder::batch()
         .annotation("kueue.x-k8s.io/job-min-parallelism", "1")
         .build();
-    let with = job_pod_sets(&BatchJob, &job, true).expect("pod sets");
-    let without = job_pod_sets(&BatchJob, &job, false).expect("pod sets");
+    let with = job_pod_sets(&BatchJob, &job, true, KUEUE_TOPOLOGY_DEFAULTS).expect("pod sets");
+    let without = job_pod_sets(&BatchJob, &job, false, KUEUE_TOPOLOGY_DEFAULTS).expect("pod sets");
     assert_eq!(with[0].min_count, Some(1));
     assert_eq!(without[0].min_count, None);
 }
@@ -507,7 +519,8 @@ fn priority_is_resolved_in_kueues_order() {
         } else {
             &PYTORCH_JOB
         };
-        let pod_sets = job_pod_sets(framework, &job, true).expect("pod sets");
+        let pod_sets =
+            job_pod_sets(framework, &job, true, KUEUE_TOPOLOGY_DEFAULTS).expect("pod sets");
         let classes = custom.unwrap_or_else(classes);
         assert_eq!(
             resolve_priority(framework, &job, &pod_sets, &classes),
@@ -601,7 +614,8 @@ fn a_workload_matches_its_job_until_the_pods_change() {
     let job = JobBuilder::batch().build();
     let workload = WorkloadBuilder::for_job(&BatchJob, &job).build();
     let matches = |job: &Value, suspended: bool, workload: &Workload| {
-        let pod_sets = job_pod_sets(&BatchJob, job, true).expect("pod sets");
+        let pod_sets =
+            job_pod_sets(&BatchJob, job, true, KUEUE_TOPOLOGY_DEFAULTS).expect("pod sets");
         workload_matches_job(job, &pod_sets, suspended, workload, &flavors())
     };
     assert!(matches(&job, true, &workload));
@@ -658,7 +672,8 @@ fn a_partially_admitted_job_matches_its_admitted_count() {
         .suspend(false)
         .set("/spec/parallelism", json!(3))
         .build();
-    let pod_sets = job_pod_sets(&BatchJob, &running, true).expect("pod sets");
+    let pod_sets =
+        job_pod_sets(&BatchJob, &running, true, KUEUE_TOPOLOGY_DEFAULTS).expect("pod sets");
     assert!(workload_matches_job(
         &running,
         &pod_sets,
