@@ -21,7 +21,7 @@ use tokio::sync::{broadcast, watch};
 
 use crate::api::constants::condition;
 use crate::api::v1beta2::{
-    AdmissionCheck, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload,
+    AdmissionCheck, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Topology, Workload,
     WorkloadPriorityClass,
 };
 
@@ -38,6 +38,7 @@ pub enum Changed {
     Workload,
     Namespace,
     LimitRange,
+    Topology,
 }
 
 /// Read handles for every watched kind.
@@ -53,6 +54,7 @@ pub struct Stores {
     pub workloads: Store<Workload>,
     pub namespaces: Store<Namespace>,
     pub limit_ranges: Store<LimitRange>,
+    pub topologies: Store<Topology>,
     changes: broadcast::Sender<Changed>,
     synced: watch::Receiver<bool>,
 }
@@ -96,6 +98,7 @@ impl Stores {
             ),
             namespaces: watch(client, &changes, Changed::Namespace, &mut drivers, all),
             limit_ranges: watch(client, &changes, Changed::LimitRange, &mut drivers, all),
+            topologies: watch(client, &changes, Changed::Topology, &mut drivers, all),
             changes,
             synced,
         };
@@ -134,6 +137,7 @@ async fn mark_synced(stores: Stores, synced: watch::Sender<bool>) {
         stores.workloads.wait_until_ready(),
         stores.namespaces.wait_until_ready(),
         stores.limit_ranges.wait_until_ready(),
+        stores.topologies.wait_until_ready(),
     );
     let all = [
         results.0.is_ok(),
@@ -146,6 +150,7 @@ async fn mark_synced(stores: Stores, synced: watch::Sender<bool>) {
         results.7.is_ok(),
         results.8.is_ok(),
         results.9.is_ok(),
+        results.10.is_ok(),
     ];
     if all.iter().all(|ok| *ok) {
         let _ = synced.send(true);
@@ -270,6 +275,7 @@ mod tests {
             workloads: fed(&mut init_done),
             namespaces: fed(&mut init_done),
             limit_ranges: fed(&mut init_done),
+            topologies: fed(&mut init_done),
             changes: broadcast::channel(1).0,
             synced,
         };

@@ -31,7 +31,7 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use kuota::admitter::jobs::run_job_controllers;
 use kuota::admitter::run_scheduler;
-use kuota::api::v1beta2::{ClusterQueue, LocalQueue, ResourceFlavor, Workload};
+use kuota::api::v1beta2::{ClusterQueue, LocalQueue, ResourceFlavor, Topology, Workload};
 use kuota::config::{Configuration, LoadOptions};
 use kuota::k8s::leader::lead;
 use kuota::metrics::MetricsRegistry;
@@ -252,9 +252,11 @@ impl Env {
     async fn cleanup(self) {
         let queues: Api<ClusterQueue> = Api::all(self.client.clone());
         let flavors: Api<ResourceFlavor> = Api::all(self.client.clone());
+        let topologies: Api<Topology> = Api::all(self.client.clone());
         for (kind, name) in &self.cluster_scoped {
             let result = match *kind {
                 "clusterqueue" => delete_ignoring_missing(&queues, name).await,
+                "topology" => delete_ignoring_missing(&topologies, name).await,
                 _ => delete_ignoring_missing(&flavors, name).await,
             };
             result.expect("delete cluster-scoped object");
@@ -826,6 +828,73 @@ async fn misconfigured_queues_are_reported_on_workloads_and_queues() {
     env.wait_until(
         "admitted once the flavor exists",
         "inactive-cluster-queue",
+        is_admitted,
+    )
+    .await;
+    scheduler.stop().await;
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_tas_flavor_whose_topology_is_missing_keeps_its_queue_inactive_until_it_exists() {
+    let mut env = env().await;
+    let (flavor, topology) = (env.name("tas"), env.name("datacenter"));
+    create_flavor(
+        &env.client,
+        &flavor,
+        json!({"nodeLabels": {"cloud.provider.com/node-group": "tas"}, "topologyName": topology}),
+    )
+    .await;
+    env.cluster_scoped.push(("flavor", flavor.clone()));
+    let cluster_queue = env.cluster_queue("tas", &flavor, "2", json!({})).await;
+    env.local_queue("to-tas", &cluster_queue).await;
+    let scheduler = start_scheduler(&env.client);
+    env.workload("waits-for-topology", "to-tas", "1", 0).await;
+
+    let missing = format!(
+        "Can't admit new workloads: there is no Topology \"{topology}\" for TAS flavor \"{flavor}\"."
+    );
+    env.wait_for_cluster_queue(&cluster_queue, "inactive", |status| {
+        status["conditions"][0]["status"] == "False"
+            && status["conditions"][0]["reason"] == "TopologyNotFound"
+            && status["conditions"][0]["message"] == missing.as_str()
+            && status["pendingWorkloads"] == 1
+    })
+    .await;
+    env.wait_until(
+        "suspended while the queue is inactive",
+        "waits-for-topology",
+        |w| {
+            condition(w, "QuotaReserved").is_some_and(|c| {
+                c.status == "False"
+                    && c.message == format!("ClusterQueue {cluster_queue} is inactive")
+            })
+        },
+    )
+    .await;
+
+    let topologies: Api<Topology> = Api::all(env.client.clone());
+    topologies
+        .create(
+            &PostParams::default(),
+            &from_json(json!({
+                "metadata": {"name": topology},
+                "spec": {"levels": [
+                    {"nodeLabel": "cloud.provider.com/topology-rack"},
+                    {"nodeLabel": "kubernetes.io/hostname"},
+                ]},
+            })),
+        )
+        .await
+        .expect("create the Topology");
+    env.cluster_scoped.push(("topology", topology));
+    env.wait_for_cluster_queue(&cluster_queue, "active", |status| {
+        status["conditions"][0]["status"] == "True"
+    })
+    .await;
+    env.wait_until(
+        "admitted once the Topology exists",
+        "waits-for-topology",
         is_admitted,
     )
     .await;

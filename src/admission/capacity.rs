@@ -104,7 +104,7 @@ fn counted(resource: &str, resources: &Resources) -> bool {
 /// A quota-core snapshot holding the quotas and cohort tree of `objects`, with no usage.
 pub fn snapshot(objects: &QuotaObjects) -> Result<Snapshot, QuotaError> {
     // AdmissionChecks gate admission, never what could fit: they are left out.
-    let references = QueueReferences::of(&objects.resource_flavors, &[]);
+    let references = QueueReferences::of(&objects.resource_flavors, &[], None);
     let mut builder = Snapshot::builder(Timestamp::now());
     for flavor in &objects.resource_flavors {
         builder = builder.flavor(from_api::resource_flavor(flavor));

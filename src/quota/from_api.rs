@@ -120,6 +120,9 @@ pub struct ConversionOptions {
     /// Which time orders a workload evicted for a PodsReady timeout
     /// (`waitForPodsReady.requeuingStrategy.timestamp`).
     pub requeuing_timestamp: RequeuingTimestamp,
+    /// Feature `TopologyAwareScheduling`: a ClusterQueue whose flavor names a missing
+    /// Topology admits nothing.
+    pub topology_aware: bool,
 }
 
 impl ConversionOptions {
@@ -133,6 +136,7 @@ impl ConversionOptions {
                 .map_or(RequeuingTimestamp::Eviction, |wait| {
                     wait.requeuing_strategy.timestamp
                 }),
+            topology_aware: config.topology_gates().enabled,
         }
     }
 }
@@ -142,6 +146,7 @@ impl Default for ConversionOptions {
         Self {
             excluded_resource_prefixes: Vec::new(),
             requeuing_timestamp: RequeuingTimestamp::Eviction,
+            topology_aware: true,
         }
     }
 }
@@ -567,20 +572,38 @@ fn fungibility_policy(policy: api::FlavorFungibilityPolicy) -> FungibilityPolicy
     }
 }
 
-/// The objects a ClusterQueue refers to by name and that may be missing: ResourceFlavors, and
-/// AdmissionChecks with whether each is `Active`.
+/// The objects a ClusterQueue refers to by name and that may be missing: ResourceFlavors,
+/// AdmissionChecks with whether each is `Active`, and the Topologies of TAS flavors.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QueueReferences {
     /// Names of the ResourceFlavors that exist.
     pub flavors: BTreeSet<String>,
     /// AdmissionChecks that exist, by name: whether their `Active` condition is true.
     pub admission_checks: BTreeMap<String, bool>,
+    /// Existing flavors whose Topology does not exist, by name: the Topology they name.
+    pub missing_topologies: BTreeMap<String, String>,
 }
 
 impl QueueReferences {
-    /// The references that exist among these objects.
-    pub fn of(flavors: &[Arc<api::ResourceFlavor>], checks: &[Arc<api::AdmissionCheck>]) -> Self {
+    /// The references that exist among these objects; flavors' Topologies are checked only
+    /// when `topologies` is given (topology-aware scheduling on).
+    pub fn of(
+        flavors: &[Arc<api::ResourceFlavor>],
+        checks: &[Arc<api::AdmissionCheck>],
+        topologies: Option<&[Arc<api::Topology>]>,
+    ) -> Self {
+        let missing_topologies = topologies.map_or_else(BTreeMap::new, |topologies| {
+            let existing: BTreeSet<String> = topologies.iter().map(|t| t.name_any()).collect();
+            flavors
+                .iter()
+                .filter_map(|flavor| {
+                    let topology = flavor.spec.topology_name.as_ref()?;
+                    (!existing.contains(topology)).then(|| (flavor.name_any(), topology.clone()))
+                })
+                .collect()
+        });
         Self {
+            missing_topologies,
             flavors: flavors.iter().map(|flavor| flavor.name_any()).collect(),
             admission_checks: checks
                 .iter()
@@ -653,17 +676,35 @@ pub fn missing_flavors(
     flavors: &BTreeSet<String>,
 ) -> Vec<String> {
     let mut missing: Vec<String> = Vec::new();
-    for flavor in cluster_queue
+    for flavor in flavor_names(cluster_queue) {
+        if !flavors.contains(flavor) && !missing.iter().any(|name| name == flavor) {
+            missing.push(flavor.to_owned());
+        }
+    }
+    missing
+}
+
+/// The queue's TAS flavors whose Topology does not exist, in the queue's order, each with the
+/// Topology it names.
+pub fn missing_topologies<'a>(
+    cluster_queue: &'a api::ClusterQueue,
+    references: &'a QueueReferences,
+) -> Vec<(&'a str, &'a str)> {
+    flavor_names(cluster_queue)
+        .filter_map(|flavor| {
+            let topology = references.missing_topologies.get(flavor)?;
+            Some((flavor, topology.as_str()))
+        })
+        .collect()
+}
+
+fn flavor_names(cluster_queue: &api::ClusterQueue) -> impl Iterator<Item = &str> {
+    cluster_queue
         .spec
         .resource_groups
         .iter()
         .flat_map(|group| &group.flavors)
-    {
-        if !flavors.contains(&flavor.name) && !missing.contains(&flavor.name) {
-            missing.push(flavor.name.clone());
-        }
-    }
-    missing
+        .map(|flavor| flavor.name.as_str())
 }
 
 /// A ClusterQueue; inactive when it references flavors or AdmissionChecks that are missing
@@ -721,7 +762,8 @@ pub fn cluster_queue<P: QuotaPolicy>(
         fair_sharing_weight: fair_weight(spec.fair_sharing.as_ref()),
         active: cq.metadata.deletion_timestamp.is_none()
             && missing_flavors(cq, &references.flavors).is_empty()
-            && unusable_admission_checks(cq, references) == (Vec::new(), Vec::new()),
+            && unusable_admission_checks(cq, references) == (Vec::new(), Vec::new())
+            && missing_topologies(cq, references).is_empty(),
     })
 }
 

@@ -121,6 +121,7 @@ pub async fn read(
         workloads: list_all(client).await?,
         namespaces: list_all(client).await?,
         limit_ranges: list_all(client).await?,
+        topologies: list_all(client).await?,
     };
     let not_found = |kind: &str| ExplainError::NotFound {
         kind: kind.to_owned(),

@@ -47,6 +47,8 @@ pub struct ClusterState {
     pub namespaces: Vec<Arc<Namespace>>,
     /// LimitRanges (their defaults fill missing requests).
     pub limit_ranges: Vec<Arc<LimitRange>>,
+    /// Topologies (TAS flavors name them).
+    pub topologies: Vec<Arc<api::Topology>>,
 }
 
 impl ClusterState {
@@ -61,12 +63,15 @@ impl ClusterState {
             workloads: stores.workloads.state(),
             namespaces: stores.namespaces.state(),
             limit_ranges: stores.limit_ranges.state(),
+            topologies: stores.topologies.state(),
         }
     }
 
-    /// The flavors and AdmissionChecks that ClusterQueues may refer to.
-    pub fn references(&self) -> QueueReferences {
-        QueueReferences::of(&self.resource_flavors, &self.admission_checks)
+    /// The flavors, AdmissionChecks and (with topology-aware scheduling) Topologies that
+    /// ClusterQueues may refer to.
+    pub fn references(&self, options: &ConversionOptions) -> QueueReferences {
+        let topologies = options.topology_aware.then_some(self.topologies.as_slice());
+        QueueReferences::of(&self.resource_flavors, &self.admission_checks, topologies)
     }
 }
 
@@ -289,7 +294,7 @@ pub fn convert_cached(
     options: &ConversionOptions,
     cache: &mut WorkloadCache,
 ) -> Converted {
-    let references = state.references();
+    let references = state.references(options);
     let stopped_cluster_queues: HashMap<String, bool> = state
         .cluster_queues
         .iter()

@@ -603,7 +603,7 @@ impl Scheduler {
         exposed_local_queues: &BTreeSet<(String, String)>,
         now: Timestamp,
     ) {
-        let references = state.references();
+        let references = state.references(self.planner.options());
         let usages = queue_status::usages(&converted.holders);
         let no_usage = QueueUsage::default();
         let fair_sharing = self.planner.fair_sharing();

@@ -57,6 +57,11 @@ impl Planner {
         }
     }
 
+    /// How the stores are converted.
+    pub fn options(&self) -> &ConversionOptions {
+        &self.options
+    }
+
     /// Whether the scheduler runs with fair sharing.
     pub fn fair_sharing(&self) -> bool {
         self.scheduler_config.fair_sharing.is_some()

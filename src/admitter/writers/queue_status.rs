@@ -25,7 +25,9 @@ use crate::api::v1beta2 as api;
 use crate::k8s::conditions::{new_condition, set_condition};
 use crate::k8s::json::merge_patch;
 use crate::k8s::quantity::format_quantity;
-use crate::quota::from_api::{QueueReferences, missing_flavors, unusable_admission_checks};
+use crate::quota::from_api::{
+    QueueReferences, missing_flavors, missing_topologies, unusable_admission_checks,
+};
 use crate::quota::model::{FlavorResource, Quantity};
 use crate::stores::Stores;
 
@@ -154,6 +156,12 @@ pub fn inactive_reason(
         messages.push(format!(
             "references inactive AdmissionCheck(s): {}",
             inactive.join(",")
+        ));
+    }
+    for (flavor, topology) in missing_topologies(cluster_queue, references) {
+        reasons.push(reason::TOPOLOGY_NOT_FOUND);
+        messages.push(format!(
+            "there is no Topology {topology:?} for TAS flavor {flavor:?}"
         ));
     }
     let first = reasons.first()?;

@@ -120,6 +120,7 @@ fn cluster_queue_model(cq: &api::ClusterQueue, flavors: &BTreeSet<String>) -> mo
             ("ready".to_owned(), true),
             ("broken".to_owned(), false),
         ]),
+        missing_topologies: BTreeMap::new(),
     };
     let Ok(cluster_queue) = super::cluster_queue(cq, &references, &CountAsZero);
     cluster_queue
@@ -268,6 +269,7 @@ fn configuration_maps_to_scheduler_settings() {
         ConversionOptions {
             excluded_resource_prefixes: vec!["x/".to_owned()],
             requeuing_timestamp: RequeuingTimestamp::Eviction,
+            topology_aware: true,
         }
     );
 }

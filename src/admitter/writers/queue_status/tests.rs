@@ -65,7 +65,8 @@ fn usage_adds_up_holders_per_queue() {
     assert_eq!(usages.local_queues.len(), 2);
 }
 
-/// These flavors, and the AdmissionChecks `ready` (Active) and `broken` (not).
+/// These flavors, and the AdmissionChecks `ready` (Active) and `broken` (not); the flavor
+/// `tas`, if named, has no Topology `datacenter`.
 fn flavors(names: &[&str]) -> QueueReferences {
     QueueReferences {
         flavors: names.iter().map(|name| (*name).to_owned()).collect(),
@@ -73,6 +74,11 @@ fn flavors(names: &[&str]) -> QueueReferences {
             ("ready".to_owned(), true),
             ("broken".to_owned(), false),
         ]),
+        missing_topologies: names
+            .iter()
+            .filter(|name| **name == "tas")
+            .map(|name| ((*name).to_owned(), "datacenter".to_owned()))
+            .collect(),
     }
 }
 
@@ -143,7 +149,7 @@ fn cluster_queue_status_reports_counts_usage_and_borrowing() {
 
 #[test]
 fn inactive_cluster_queues_say_why() {
-    let flavor_set = flavors(&["default"]);
+    let flavor_set = flavors(&["default", "tas"]);
     let group = |builder: crate::testing::objects::ClusterQueueBuilder| {
         builder.group(
             &["cpu"],
@@ -196,6 +202,16 @@ fn inactive_cluster_queues_say_why() {
             Some((
                 "AdmissionCheckInactive",
                 "Can't admit new workloads: references inactive AdmissionCheck(s): broken.",
+            )),
+            "pending",
+        ),
+        (
+            cluster_queue("cq")
+                .group(&["cpu"], &[("tas", &[("cpu", "1")])])
+                .build(),
+            Some((
+                "TopologyNotFound",
+                "Can't admit new workloads: there is no Topology \"datacenter\" for TAS flavor \"tas\".",
             )),
             "pending",
         ),
