@@ -51,6 +51,7 @@ fn workload(index: usize, now: Timestamp) -> Workload {
         node_selector: BTreeMap::new(),
         node_affinity: Vec::new(),
         tolerations: Vec::new(),
+        topology: None,
     }]
     .into();
     wl

@@ -836,7 +836,7 @@ async fn misconfigured_queues_are_reported_on_workloads_and_queues() {
 }
 
 #[tokio::test]
-async fn a_tas_flavor_whose_topology_is_missing_keeps_its_queue_inactive_until_it_exists() {
+async fn a_tas_flavor_needs_its_topology_and_the_levels_a_workload_asks_for() {
     let mut env = env().await;
     let (flavor, topology) = (env.name("tas"), env.name("datacenter"));
     create_flavor(
@@ -897,6 +897,39 @@ async fn a_tas_flavor_whose_topology_is_missing_keeps_its_queue_inactive_until_i
         "waits-for-topology",
         is_admitted,
     )
+    .await;
+
+    // Explicit requests need the levels they name in the flavor's Topology.
+    for (name, level) in [
+        ("by-rack", "cloud.provider.com/topology-rack"),
+        ("by-block", "cloud.provider.com/topology-block"),
+    ] {
+        env.workloads()
+            .create(
+                &PostParams::default(),
+                &from_json(json!({
+                    "metadata": {"name": name},
+                    "spec": {"queueName": "to-tas", "podSets": [{
+                        "name": "main",
+                        "count": 1,
+                        "template": {"spec": {"containers": [
+                            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "500m"}}},
+                        ]}},
+                        "topologyRequest": {"required": level},
+                    }]},
+                })),
+            )
+            .await
+            .expect("create a workload with a topology request");
+    }
+    env.wait_until("admitted on the rack level", "by-rack", is_admitted)
+        .await;
+    let no_level = format!(
+        "couldn't assign flavors to pod set main: Flavor \"{flavor}\" does not contain the requested level"
+    );
+    env.wait_until("refused for want of the block level", "by-block", |w| {
+        condition(w, "QuotaReserved").is_some_and(|c| c.status == "False" && c.message == no_level)
+    })
     .await;
     scheduler.stop().await;
     env.cleanup().await;

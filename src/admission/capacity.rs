@@ -107,7 +107,8 @@ pub fn snapshot(objects: &QuotaObjects) -> Result<Snapshot, QuotaError> {
     let references = QueueReferences::of(&objects.resource_flavors, &[], None);
     let mut builder = Snapshot::builder(Timestamp::now());
     for flavor in &objects.resource_flavors {
-        builder = builder.flavor(from_api::resource_flavor(flavor));
+        // Whether a job could ever fit is a matter of quota: topology is left out.
+        builder = builder.flavor(from_api::resource_flavor(flavor, None));
     }
     for cohort in &objects.cohorts {
         builder = builder.cohort(from_api::cohort(cohort, &Refuse)?);

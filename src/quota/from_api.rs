@@ -27,6 +27,7 @@ use super::model::{
     LabelSelectorRequirement, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm,
     PodSet, PodSetAssignment, PreemptionConfig, PreemptionPolicy, Quantity, QueueingStrategy,
     ResourceGroup, ResourceQuota, StopPolicy, Taint, TaintEffect, Toleration, TolerationOperator,
+    TopologyLevel, TopologyRequest,
 };
 use super::{FairSharingConfig, FairSharingStrategy, SchedulerConfig};
 use crate::api::constants::{JOB_UID_LABEL, condition, reason};
@@ -322,6 +323,11 @@ fn pod_set_model(
         node_selector: spec.node_selector.clone().unwrap_or_default(),
         node_affinity,
         tolerations: spec.tolerations.iter().flatten().map(toleration).collect(),
+        topology: inputs
+            .options
+            .topology_aware
+            .then(|| topology_request(pod_set.topology_request.as_ref()))
+            .flatten(),
     })
 }
 
@@ -461,13 +467,69 @@ fn label_selector(selector: &ApiLabelSelector) -> Option<LabelSelector> {
 }
 
 /// A ResourceFlavor.
-pub fn resource_flavor(flavor: &api::ResourceFlavor) -> model::ResourceFlavor {
+pub fn resource_flavor(
+    flavor: &api::ResourceFlavor,
+    topologies: Option<&[Arc<api::Topology>]>,
+) -> model::ResourceFlavor {
     model::ResourceFlavor {
         name: flavor.name_any(),
         node_labels: flavor.spec.node_labels.clone(),
         node_taints: flavor.spec.node_taints.iter().filter_map(taint).collect(),
         tolerations: flavor.spec.tolerations.iter().map(toleration).collect(),
+        topology_levels: topologies.and_then(|topologies| topology_levels(flavor, topologies)),
     }
+}
+
+/// The level node labels of the flavor's Topology (empty while it does not exist); `None`
+/// for a flavor without one.
+fn topology_levels(
+    flavor: &api::ResourceFlavor,
+    topologies: &[Arc<api::Topology>],
+) -> Option<Vec<String>> {
+    let name = flavor.spec.topology_name.as_ref()?;
+    let topology = topologies
+        .iter()
+        .find(|topology| topology.name_any() == *name);
+    Some(topology.map_or_else(Vec::new, |topology| {
+        topology
+            .spec
+            .levels
+            .iter()
+            .map(|level| level.node_label.clone())
+            .collect()
+    }))
+}
+
+/// A PodSet's explicit topology request (Kueue `IsExplicitlyRequestingTAS`), if it makes one.
+fn topology_request(request: Option<&api::PodSetTopologyRequest>) -> Option<TopologyRequest> {
+    let request = request?;
+    let slice_only = request.pod_set_slice_required_topology.is_some()
+        || request.pod_set_slice_size.is_some()
+        || !request
+            .podset_slice_required_topology_constraints
+            .is_empty();
+    let level = match (&request.required, &request.preferred, request.unconstrained) {
+        (Some(level), _, _) | (None, Some(level), _) => TopologyLevel::Named(level.clone()),
+        (None, None, _) if slice_only => TopologyLevel::Highest,
+        (None, None, Some(true)) => TopologyLevel::Lowest,
+        (None, None, Some(false)) => TopologyLevel::Unresolvable,
+        (None, None, None) => return None,
+    };
+    let slice_levels = request
+        .pod_set_slice_required_topology
+        .iter()
+        .cloned()
+        .chain(
+            request
+                .podset_slice_required_topology_constraints
+                .iter()
+                .map(|layer| layer.topology.clone()),
+        )
+        .collect();
+    Some(TopologyRequest {
+        level,
+        slice_levels,
+    })
 }
 
 fn resource_groups<P: QuotaPolicy>(

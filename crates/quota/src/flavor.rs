@@ -8,7 +8,7 @@ use super::decision::PendingReason;
 use super::model::{
     Admission, BorrowWithinCohortPolicy, ClusterQueue, FlavorFungibility, FlavorResource,
     FungibilityPolicy, FungibilityPreference, PODS_RESOURCE, PodSet, PodSetAssignment,
-    PreemptionPolicy, Quantity, ResourceGroup, TaintEffect, Workload,
+    PreemptionPolicy, Quantity, ResourceFlavor, ResourceGroup, TaintEffect, Workload,
 };
 use super::preemption::{self, Possibility};
 use super::snapshot::{NodeId, Snapshot};
@@ -461,7 +461,7 @@ impl FlavorSearch<'_> {
         let mut best: BTreeMap<String, FlavorChoice> = BTreeMap::new();
         let mut best_mode = GranularMode::WORST;
         for flavor in &group.flavors {
-            if let Some(reason) = self.check_flavor(snapshot, &flavor.name) {
+            if let Some(reason) = self.check_flavor(snapshot, group, &flavor.name) {
                 reasons.push(reason);
                 result.record_attempt(
                     &flavor.name,
@@ -524,10 +524,18 @@ impl FlavorSearch<'_> {
     }
 
     /// Whether the PodSet may run on the flavor's nodes; `Some(reason)` if not.
-    fn check_flavor(&self, snapshot: &Snapshot, flavor_name: &str) -> Option<String> {
+    fn check_flavor(
+        &self,
+        snapshot: &Snapshot,
+        group: &ResourceGroup,
+        flavor_name: &str,
+    ) -> Option<String> {
         let Some(flavor) = snapshot.flavors.get(flavor_name) else {
             return Some(format!("flavor {flavor_name} not found"));
         };
+        if let Some(reason) = self.check_topology(snapshot, group, flavor) {
+            return Some(reason);
+        }
         let untolerated = flavor.node_taints.iter().find(|taint| {
             matches!(
                 taint.effect,
@@ -546,6 +554,47 @@ impl FlavorSearch<'_> {
             return Some(format!("flavor {flavor_name} doesn't match node affinity"));
         }
         None
+    }
+
+    /// Kueue's `checkPodSetAndFlavorMatchForTAS`: a PodSet asking for topology-aware
+    /// scheduling needs a flavor that has it (with the levels it names), and one that does not
+    /// ask cannot use such a flavor, unless every flavor of the queue has it (then it is asked
+    /// for implicitly).
+    fn check_topology(
+        &self,
+        snapshot: &Snapshot,
+        group: &ResourceGroup,
+        flavor: &ResourceFlavor,
+    ) -> Option<String> {
+        let name = &flavor.name;
+        let Some(request) = &self.pod_set.topology else {
+            let queue_is_topology_only = self
+                .spec
+                .resource_groups
+                .iter()
+                .flat_map(|group| &group.flavors)
+                .all(|quotas| {
+                    snapshot
+                        .flavors
+                        .get(&quotas.name)
+                        .is_some_and(|flavor| flavor.topology_levels.is_some())
+                });
+            return (flavor.topology_levels.is_some() && !queue_is_topology_only)
+                .then(|| format!("Flavor {name:?} supports only TopologyAwareScheduling"));
+        };
+        match &flavor.topology_levels {
+            // A flavor of other resources than the PodSet's may still serve it.
+            None => self
+                .requests
+                .keys()
+                .any(|resource| group.covered_resources.contains(resource))
+                .then(|| format!("Flavor {name:?} does not support TopologyAwareScheduling")),
+            Some(levels) if levels.is_empty() => {
+                Some(format!("Flavor {name:?} information missing in TAS cache"))
+            }
+            Some(levels) => (!request.fits_levels(levels))
+                .then(|| format!("Flavor {name:?} does not contain the requested level")),
+        }
     }
 
     /// Kueue's `fitsResourceQuota`: whether `requested` more of `fr` (on top of `assumed` from

@@ -255,6 +255,9 @@ pub struct ResourceFlavor {
     pub node_taints: Vec<Taint>,
     /// Tolerations added to pods admitted to this flavor.
     pub tolerations: Vec<Toleration>,
+    /// For a flavor of topology-aware scheduling (it names a Topology): the Topology's level
+    /// node labels, highest first; empty while the Topology is not known.
+    pub topology_levels: Option<Vec<String>>,
 }
 
 /// Quota of one resource in one flavor.
@@ -480,6 +483,50 @@ pub struct PodSet {
     pub node_affinity: Vec<NodeSelectorTerm>,
     /// Tolerations of the pod template.
     pub tolerations: Vec<Toleration>,
+    /// What the PodSet explicitly asks of topology-aware scheduling, if anything.
+    pub topology: Option<TopologyRequest>,
+}
+
+/// The topology level a PodSet's placement is about (Kueue's `levelKey`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TopologyLevel {
+    /// A required or preferred level.
+    Named(String),
+    /// The Topology's highest level (a request for slices only).
+    Highest,
+    /// The Topology's lowest level (an unconstrained request).
+    Lowest,
+    /// None (`unconstrained: false` alone): no flavor has it.
+    Unresolvable,
+}
+
+/// A PodSet's explicit topology request, as far as choosing a flavor needs it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TopologyRequest {
+    /// The level of the placement.
+    pub level: TopologyLevel,
+    /// The levels slices must fit in (the slice level, then the constraint layers); empty
+    /// means the lowest level.
+    pub slice_levels: Vec<String>,
+}
+
+impl TopologyRequest {
+    /// Whether a Topology with these levels (highest first) has every level the request names
+    /// (Kueue `TASFlavorSnapshot.HasLevel`).
+    pub fn fits_levels(&self, levels: &[String]) -> bool {
+        let has = |level: &str| levels.iter().any(|known| known == level);
+        let main = match &self.level {
+            TopologyLevel::Named(level) => has(level),
+            TopologyLevel::Highest | TopologyLevel::Lowest => !levels.is_empty(),
+            TopologyLevel::Unresolvable => false,
+        };
+        let slices = if self.slice_levels.is_empty() {
+            !levels.is_empty()
+        } else {
+            self.slice_levels.iter().all(|level| has(level))
+        };
+        main && slices
+    }
 }
 
 /// Flavors and usage reserved for one PodSet.

@@ -330,7 +330,12 @@ pub fn convert_cached(
         flavors: state
             .resource_flavors
             .iter()
-            .map(|flavor| from_api::resource_flavor(flavor))
+            .map(|flavor| {
+                let topologies = options
+                    .topology_aware
+                    .then_some(state.topologies.as_slice());
+                from_api::resource_flavor(flavor, topologies)
+            })
             .collect(),
         cohorts: state
             .cohorts

@@ -181,7 +181,7 @@ fn flavors_and_cohorts_become_the_model() {
         }),
     );
     assert_eq!(
-        resource_flavor(&spot),
+        resource_flavor(&spot, Some(&[])),
         model::ResourceFlavor {
             name: "spot".to_owned(),
             node_labels: labels(&[("instance-type", "spot")]),
@@ -196,8 +196,32 @@ fn flavors_and_cohorts_become_the_model() {
                 value: String::new(),
                 effect: Some(TaintEffect::NoSchedule),
             }],
+            topology_levels: None,
         }
     );
+    let tas = flavor_with(
+        "tas",
+        json!({"nodeLabels": {"pool": "tas"}, "topologyName": "dc"}),
+    );
+    let dc: Arc<api::Topology> = Arc::new(
+        serde_json::from_value(json!({
+            "metadata": {"name": "dc"},
+            "spec": {"levels": [{"nodeLabel": "block"}, {"nodeLabel": "rack"}]},
+        }))
+        .unwrap(),
+    );
+    let levels = |topologies| resource_flavor(&tas, topologies).topology_levels;
+    let known = [dc];
+    assert_eq!(
+        levels(Some(&known)),
+        Some(vec!["block".to_owned(), "rack".to_owned()])
+    );
+    assert_eq!(
+        levels(Some(&[])),
+        Some(Vec::new()),
+        "the Topology is missing"
+    );
+    assert_eq!(levels(None), None, "topology-aware scheduling is off");
 
     let cohort_object: api::Cohort = serde_json::from_value(json!({
         "metadata": {"name": "child"},
@@ -302,4 +326,57 @@ fn admission_checks_apply_to_every_flavor_or_to_the_ones_they_name() {
         ),
         Vec::<String>::new()
     );
+}
+
+#[test]
+fn explicit_topology_requests_name_the_levels_a_flavor_must_have() {
+    let request = |value: Value| {
+        let request: api::PodSetTopologyRequest = serde_json::from_value(value).unwrap();
+        topology_request(Some(&request))
+    };
+    let named = |level: &str, slices: &[&str]| {
+        Some(TopologyRequest {
+            level: TopologyLevel::Named(level.to_owned()),
+            slice_levels: slices.iter().map(|level| (*level).to_owned()).collect(),
+        })
+    };
+    let cases = [
+        (
+            json!({"podIndexLabel": "batch.kubernetes.io/job-completion-index"}),
+            None,
+        ),
+        (
+            json!({"required": "rack", "preferred": "block"}),
+            named("rack", &[]),
+        ),
+        (
+            json!({"preferred": "block", "podSetSliceRequiredTopology": "rack", "podSetSliceSize": 2}),
+            named("block", &["rack"]),
+        ),
+        (
+            json!({"podsetSliceRequiredTopologyConstraints": [{"topology": "block", "size": 4}, {"topology": "rack", "size": 2}]}),
+            Some(TopologyRequest {
+                level: TopologyLevel::Highest,
+                slice_levels: vec!["block".to_owned(), "rack".to_owned()],
+            }),
+        ),
+        (
+            json!({"unconstrained": true}),
+            Some(TopologyRequest {
+                level: TopologyLevel::Lowest,
+                slice_levels: Vec::new(),
+            }),
+        ),
+        (
+            json!({"unconstrained": false}),
+            Some(TopologyRequest {
+                level: TopologyLevel::Unresolvable,
+                slice_levels: Vec::new(),
+            }),
+        ),
+    ];
+    for (value, want) in cases {
+        assert_eq!(request(value.clone()), want, "{value}");
+    }
+    assert_eq!(topology_request(None), None);
 }

@@ -1,7 +1,7 @@
 //! Flavor assignment: fit, flavor order, node labels, taints, `pods`, PodSets, messages.
 
 use super::super::model::*;
-use super::super::{PendingReason, SchedulerConfig, Snapshot};
+use super::super::{PendingReason, SchedulerConfig, Snapshot, SnapshotBuilder};
 use super::builders::*;
 use super::{Scenario, builder, run, snapshot};
 
@@ -344,4 +344,103 @@ fn flavor_tolerations_and_soft_taints() {
             admit_cpu("a", "tolerant-cq", "tolerant", 3),
         ],
     }]);
+}
+
+/// A snapshot with the standard flavors plus `tas` (a Topology of `block` and `rack`) and
+/// `tas-unknown` (its Topology not known yet), and these queues.
+fn topology_snapshot(cluster_queues: Vec<ClusterQueue>) -> Snapshot {
+    let tas = |name: &str, levels: &[&str]| ResourceFlavor {
+        topology_levels: Some(levels.iter().map(|level| (*level).to_owned()).collect()),
+        ..flavor(name)
+    };
+    cluster_queues
+        .into_iter()
+        .fold(
+            builder()
+                .flavor(tas("tas", &["block", "rack"]))
+                .flavor(tas("tas-unknown", &[])),
+            SnapshotBuilder::cluster_queue,
+        )
+        .build()
+}
+
+fn asking(level: TopologyLevel, slices: &[&str]) -> Workload {
+    wl("a", "cq", 1, 3).pod_sets(vec![PodSet {
+        topology: Some(TopologyRequest {
+            level,
+            slice_levels: slices.iter().map(|level| (*level).to_owned()).collect(),
+        }),
+        ..pod_set("main", 1).req("cpu", 3)
+    }])
+}
+
+#[test]
+fn topology_requests_pick_flavors_that_have_the_levels() {
+    let rack = || TopologyLevel::Named("rack".to_owned());
+    let mixed = || cq_flavors("cq", &[("default", 10), ("tas", 10)]);
+    run(vec![
+        Scenario {
+            name: "a required level skips the flavor without topology",
+            snapshot: topology_snapshot(vec![mixed()]),
+            pending: vec![asking(rack(), &[])],
+            want: vec![admit_cpu("a", "cq", "tas", 3)],
+        },
+        Scenario {
+            name: "no request: the topology flavor is not for it",
+            snapshot: topology_snapshot(vec![cq_flavors("cq", &[("tas", 10), ("default", 10)])]),
+            pending: vec![wl("a", "cq", 1, 3)],
+            want: vec![admit_cpu("a", "cq", "default", 3)],
+        },
+        Scenario {
+            name: "a queue of topology flavors only implies the request",
+            snapshot: topology_snapshot(vec![cq_flavors("cq", &[("tas", 10)])]),
+            pending: vec![wl("a", "cq", 1, 3)],
+            want: vec![admit_cpu("a", "cq", "tas", 3)],
+        },
+        Scenario {
+            name: "a level the Topology lacks, a slice level it has",
+            snapshot: topology_snapshot(vec![mixed()]),
+            pending: vec![asking(TopologyLevel::Named("zone".to_owned()), &["rack"])],
+            want: vec![inadmissible(
+                "a",
+                PendingReason::NoMatchingFlavor,
+                &main_msg(
+                    "Flavor \"default\" does not support TopologyAwareScheduling, Flavor \"tas\" does not contain the requested level",
+                ),
+            )],
+        },
+        Scenario {
+            name: "a slice level the Topology lacks",
+            snapshot: topology_snapshot(vec![cq_flavors("cq", &[("tas", 10)])]),
+            pending: vec![asking(TopologyLevel::Highest, &["block", "host"])],
+            want: vec![inadmissible(
+                "a",
+                PendingReason::NoMatchingFlavor,
+                &main_msg("Flavor \"tas\" does not contain the requested level"),
+            )],
+        },
+        Scenario {
+            name: "unconstrained, the Topology not known yet",
+            snapshot: topology_snapshot(vec![cq_flavors(
+                "cq",
+                &[("tas-unknown", 10), ("tas", 10)],
+            )]),
+            pending: vec![asking(TopologyLevel::Lowest, &[])],
+            want: vec![admit_cpu("a", "cq", "tas", 3)],
+        },
+        Scenario {
+            name: "no request in a mixed queue whose other flavor does not match",
+            snapshot: topology_snapshot(vec![cq_flavors("cq", &[("on-demand", 10), ("tas", 10)])]),
+            pending: vec![wl("a", "cq", 1, 3).pod_sets(vec![
+                pod_set("main", 1).req("cpu", 3).selector("instance", "gpu"),
+            ])],
+            want: vec![inadmissible(
+                "a",
+                PendingReason::NoMatchingFlavor,
+                &main_msg(
+                    "Flavor \"tas\" supports only TopologyAwareScheduling, flavor on-demand doesn't match node affinity",
+                ),
+            )],
+        },
+    ]);
 }

@@ -87,6 +87,7 @@ fn pending_workload_becomes_the_model_with_limit_range_defaults() {
             value: "true".to_owned(),
             effect: None,
         }],
+        topology: None,
     }]
     .into();
     assert_eq!(
