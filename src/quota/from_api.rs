@@ -121,8 +121,9 @@ pub struct ConversionOptions {
     /// Which time orders a workload evicted for a PodsReady timeout
     /// (`waitForPodsReady.requeuingStrategy.timestamp`).
     pub requeuing_timestamp: RequeuingTimestamp,
-    /// Feature `TopologyAwareScheduling`: a ClusterQueue whose flavor names a missing
-    /// Topology admits nothing.
+    /// Feature `TopologyAwareScheduling`: PodSets' topology requests and flavors' Topologies
+    /// take part in choosing flavors, and a ClusterQueue whose flavor names a missing Topology
+    /// admits nothing.
     pub topology_aware: bool,
 }
 

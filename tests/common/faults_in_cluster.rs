@@ -171,7 +171,7 @@ fn logged_at(kubectl: &impl Fn(&[&str]) -> Output, pod: &str, message: &str) -> 
 
 fn since(start: jiff::Timestamp, end: jiff::Timestamp) -> Duration {
     Duration::try_from(end.duration_since(start)).unwrap_or_else(|_| {
-        panic!("{end} comes after {start}");
+        panic!("{end} is before {start}");
     })
 }
 
