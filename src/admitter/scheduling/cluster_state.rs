@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{LimitRange, Namespace};
@@ -223,8 +223,10 @@ impl Converted {
 
 /// Workloads converted earlier, reused while neither the workload nor what its conversion
 /// reads (namespace labels, LimitRanges, options) changed. Entries are found by the address of
-/// the stored object: the store gives a changed object a new `Arc`, and each entry holds its
-/// `Arc`, so an address seen again is the very same object, found without hashing its name.
+/// the stored object: the store gives a changed object a new `Arc`, and each entry holds a
+/// `Weak` of it, so an address seen again is the very same object, found without hashing its
+/// name. `Weak` keeps the address reserved but not the object's contents: a version the store
+/// has replaced frees its PodSets at once rather than at the next pass.
 #[derive(Clone, Debug, Default)]
 pub struct WorkloadCache {
     entries: HashMap<usize, CachedWorkload>,
@@ -233,7 +235,7 @@ pub struct WorkloadCache {
 #[derive(Clone, Debug)]
 struct CachedWorkload {
     /// Held so that its address is not reused while the entry lives.
-    object: Arc<api::Workload>,
+    object: Weak<api::Workload>,
     key: String,
     context: u64,
     workload: Result<model::Workload, QuantityError>,
@@ -267,11 +269,12 @@ impl WorkloadCache {
         context: &WorkloadContext<'_>,
     ) -> (Result<model::Workload, QuantityError>, bool) {
         let reusable = cached.filter(|cached| {
-            Arc::ptr_eq(&cached.object, object) && cached.context == context.fingerprint
+            std::ptr::eq(cached.object.as_ptr(), Arc::as_ptr(object))
+                && cached.context == context.fingerprint
         });
         let reused = reusable.is_some();
         let cached = reusable.unwrap_or_else(|| CachedWorkload {
-            object: Arc::clone(object),
+            object: Arc::downgrade(object),
             key: key.to_owned(),
             context: context.fingerprint,
             workload: from_api::workload(object, &context.inputs),
