@@ -183,6 +183,7 @@ fn admission_of(workload: &Workload) -> Admission {
                 .map(|(resource, quantity)| (resource.to_owned(), quantity))
                 .into(),
             count: 1,
+            topology: None,
         }],
     }
 }

@@ -1079,6 +1079,7 @@ async fn the_status_write_ceiling_harness_admits_each_workload_with_kuotas_statu
             flavors: [("cpu".to_owned(), "default".to_owned())].into(),
             resource_usage: [("cpu".to_owned(), 1000)].into(),
             count: 1,
+            topology: None,
         }],
     };
     let ceiling = common::status_ceiling::admit_all(&env.client, workloads, admission, 4)

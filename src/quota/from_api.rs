@@ -25,9 +25,9 @@ use super::model::{
     self, Admission, BorrowWithinCohort, BorrowWithinCohortPolicy, FlavorFungibility, FlavorQuotas,
     FungibilityPolicy, FungibilityPreference, LabelSelector, LabelSelectorOperator,
     LabelSelectorRequirement, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm,
-    PodSet, PodSetAssignment, PreemptionConfig, PreemptionPolicy, Quantity, QueueingStrategy,
-    ResourceGroup, ResourceQuota, StopPolicy, Taint, TaintEffect, Toleration, TolerationOperator,
-    TopologyLevel, TopologyRequest,
+    PlacementMode, PodSet, PodSetAssignment, PreemptionConfig, PreemptionPolicy, Quantity,
+    QueueingStrategy, ResourceGroup, ResourceQuota, StopPolicy, Taint, TaintEffect, Toleration,
+    TolerationOperator, TopologyAssignment, TopologyDomain, TopologyLevel, TopologyRequest,
 };
 use super::{FairSharingConfig, FairSharingStrategy, SchedulerConfig};
 use crate::api::constants::{JOB_UID_LABEL, condition, reason};
@@ -376,7 +376,27 @@ pub fn admission(object: &api::Workload, admission: &api::Admission) -> Admissio
                     flavors: assignment.flavors.clone(),
                     resource_usage,
                     count: remaining,
+                    topology: assignment
+                        .topology_assignment
+                        .as_ref()
+                        .map(topology_assignment),
                 }
+            })
+            .collect(),
+    }
+}
+
+/// A stored topology assignment, its runs of domains expanded.
+fn topology_assignment(assignment: &api::TopologyAssignment) -> TopologyAssignment {
+    let expanded = crate::api::v1beta1::TopologyAssignment::from(assignment.clone());
+    TopologyAssignment {
+        levels: expanded.levels,
+        domains: expanded
+            .domains
+            .into_iter()
+            .map(|domain| TopologyDomain {
+                values: domain.values,
+                count: domain.count,
             })
             .collect(),
     }
@@ -527,9 +547,23 @@ fn topology_request(request: Option<&api::PodSetTopologyRequest>) -> Option<Topo
                 .map(|layer| layer.topology.clone()),
         )
         .collect();
+    let mode = match (&request.required, &request.preferred) {
+        (Some(_), _) => PlacementMode::Required,
+        (None, Some(_)) => PlacementMode::Preferred,
+        (None, None) if slice_only => PlacementMode::Preferred,
+        (None, None) => PlacementMode::Unconstrained,
+    };
+    let slice_size = request.pod_set_slice_size.or_else(|| {
+        request
+            .podset_slice_required_topology_constraints
+            .first()
+            .map(|layer| layer.size)
+    });
     Some(TopologyRequest {
         level,
+        mode,
         slice_levels,
+        slice_size,
     })
 }
 

@@ -14,7 +14,7 @@ use super::model::{
 };
 use super::preemption::{self, Target};
 use super::queue::{Queues, Shape, Verdict};
-use super::snapshot::{Inactive, Snapshot};
+use super::snapshot::{Inactive, Snapshot, take_topology};
 
 /// Kueue's messages for a head skipped for the rest of a cycle.
 const OVERLAPPING_TARGETS: &str =
@@ -536,9 +536,11 @@ impl Round<'_> {
 
         self.queues.forget(&workload.key);
         *self.waiting_for_pods |= self.work.config.block_admission;
+        let admission = assignment.to_admission(&spec.name);
+        take_topology(&mut self.work.topologies, &workload, &admission);
         self.decisions.push(Decision::Admit {
             workload: workload.key,
-            admission: assignment.to_admission(&spec.name),
+            admission,
         });
         Outcome::Settled
     }

@@ -21,6 +21,8 @@ pub enum PendingReason {
     WaitingForPodsReady,
     /// Kueue's generic fallback reason.
     Pending,
+    /// The PodSets fit the quota but not the free capacity of their flavor's Topology.
+    TopologyPlacementFailed,
 }
 
 impl PendingReason {
@@ -35,6 +37,7 @@ impl PendingReason {
             Self::Suspended => "Suspended",
             Self::WaitingForPodsReady => "WaitingForPodsReady",
             Self::Pending => "Pending",
+            Self::TopologyPlacementFailed => "TopologyPlacementFailed",
         }
     }
 
@@ -44,6 +47,7 @@ impl PendingReason {
             Some(Self::NoMatchingFlavor) => 4,
             Some(Self::ExceedsMaxQuota) => 3,
             Some(Self::WaitingForQuota) => 2,
+            Some(Self::TopologyPlacementFailed) => 1,
             _ => 0,
         }
     }

@@ -8,10 +8,12 @@ use super::decision::PendingReason;
 use super::model::{
     Admission, BorrowWithinCohortPolicy, ClusterQueue, FlavorFungibility, FlavorResource,
     FungibilityPolicy, FungibilityPreference, PODS_RESOURCE, PodSet, PodSetAssignment,
-    PreemptionPolicy, Quantity, ResourceFlavor, ResourceGroup, TaintEffect, Workload,
+    PreemptionPolicy, Quantity, ResourceFlavor, ResourceGroup, TaintEffect, TopologyLevel,
+    Workload,
 };
 use super::preemption::{self, Possibility};
 use super::snapshot::{NodeId, Snapshot};
+use super::topology::{PlacementMode, PlacementRequest, SliceRequest, TopologyAssignment};
 
 /// How a flavor can be assigned to a resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -134,6 +136,8 @@ pub(super) struct PodSetResult {
     /// Total requests of the PodSet (including `pods` when covered).
     requests: BTreeMap<String, Quantity>,
     pub(super) flavors: BTreeMap<String, FlavorChoice>,
+    /// Where the pods go in the chosen flavor's Topology, when it is topology-aware.
+    topology: Option<TopologyAssignment>,
     /// Why flavors could not be assigned outright; empty when everything fits.
     reasons: Vec<String>,
     attempts: Vec<Attempt>,
@@ -248,6 +252,7 @@ impl Assignment {
                         })
                         .collect(),
                     count: pod_set.count,
+                    topology: pod_set.topology.clone(),
                 })
                 .collect(),
         }
@@ -373,6 +378,7 @@ pub(super) fn assign(
             count,
             requests: requests.clone(),
             flavors: BTreeMap::new(),
+            topology: None,
             reasons: Vec::new(),
             attempts: Vec::new(),
         };
@@ -460,6 +466,7 @@ impl FlavorSearch<'_> {
         let mut reasons = Vec::new();
         let mut best: BTreeMap<String, FlavorChoice> = BTreeMap::new();
         let mut best_mode = GranularMode::WORST;
+        let mut placements: BTreeMap<&str, TopologyAssignment> = BTreeMap::new();
         for flavor in &group.flavors {
             if let Some(reason) = self.check_flavor(snapshot, group, &flavor.name) {
                 reasons.push(reason);
@@ -501,6 +508,22 @@ impl FlavorSearch<'_> {
                     },
                 );
             }
+            // Placed only where the quota fits now: under preemption, the placement waits for
+            // the victims to be gone.
+            if representative.preemption == PreemptionMode::Fit {
+                match self.place(snapshot, &flavor.name, result.count) {
+                    Some(Ok(placed)) => {
+                        placements.insert(&flavor.name, placed);
+                    }
+                    Some(Err(reason)) => {
+                        reasons.push(reason);
+                        let reason = Some(PendingReason::TopologyPlacementFailed);
+                        result.record_attempt(&flavor.name, Mode::NoFit, reason);
+                        continue;
+                    }
+                    None => {}
+                }
+            }
             result.record_attempt(
                 &flavor.name,
                 representative.preemption.mode(),
@@ -520,7 +543,55 @@ impl FlavorSearch<'_> {
         if best_mode.preemption == PreemptionMode::Fit {
             reasons.clear();
         }
+        if let Some(placed) = best
+            .values()
+            .next()
+            .and_then(|choice| placements.remove(choice.flavor.as_str()))
+        {
+            result.topology = Some(placed);
+        }
         (best, reasons)
+    }
+
+    /// The PodSet's placement in the Topology of `flavor`, when the snapshot knows that
+    /// flavor's capacity and the PodSet asks for topology (explicitly, or implicitly in a queue
+    /// of topology-aware flavors alone, as an unconstrained request).
+    fn place(
+        &self,
+        snapshot: &Snapshot,
+        flavor: &str,
+        count: i32,
+    ) -> Option<Result<TopologyAssignment, String>> {
+        let capacity = snapshot.topologies.get(flavor)?;
+        let levels = &capacity.levels;
+        let position = |level: &str| levels.iter().position(|known| known == level);
+        let lowest = levels.len().checked_sub(1)?;
+        let (level, mode, slices) = match &self.pod_set.topology {
+            None => (lowest, PlacementMode::Unconstrained, None),
+            Some(request) => {
+                let level = match &request.level {
+                    TopologyLevel::Named(level) => position(level)?,
+                    TopologyLevel::Highest => 0,
+                    TopologyLevel::Lowest => lowest,
+                    TopologyLevel::Unresolvable => return None,
+                };
+                let slices = match (request.slice_levels.first(), request.slice_size) {
+                    (Some(level), Some(size)) => Some(SliceRequest {
+                        level: position(level)?,
+                        size,
+                    }),
+                    _ => None,
+                };
+                (level, request.mode, slices)
+            }
+        };
+        Some(capacity.place(&PlacementRequest {
+            level,
+            mode,
+            count,
+            per_pod: self.pod_set.requests.clone(),
+            slices,
+        }))
     }
 
     /// Whether the PodSet may run on the flavor's nodes; `Some(reason)` if not.

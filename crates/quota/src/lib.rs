@@ -17,6 +17,7 @@ pub mod model;
 mod preemption;
 mod queue;
 mod snapshot;
+pub mod topology;
 
 #[cfg(test)]
 mod tests;

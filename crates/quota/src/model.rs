@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 
+pub use crate::topology::{PlacementMode, TopologyAssignment, TopologyDomain};
+
 /// A quantity of one resource in the caller's canonical unit.
 pub type Quantity = i64;
 
@@ -500,14 +502,19 @@ pub enum TopologyLevel {
     Unresolvable,
 }
 
-/// A PodSet's explicit topology request, as far as choosing a flavor needs it.
+/// A PodSet's explicit topology request.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TopologyRequest {
     /// The level of the placement.
     pub level: TopologyLevel,
+    /// Required, preferred or unconstrained (a request for slices alone is preferred at the
+    /// highest level).
+    pub mode: PlacementMode,
     /// The levels slices must fit in (the slice level, then the constraint layers); empty
     /// means the lowest level.
     pub slice_levels: Vec<String>,
+    /// Pods per slice, with a slice level.
+    pub slice_size: Option<i32>,
 }
 
 impl TopologyRequest {
@@ -540,6 +547,9 @@ pub struct PodSetAssignment {
     pub resource_usage: BTreeMap<String, Quantity>,
     /// Pods admitted (less than the PodSet count under partial admission).
     pub count: i32,
+    /// Where in its flavor's Topology the pods go, for a topology-aware flavor whose
+    /// capacity the snapshot knows.
+    pub topology: Option<TopologyAssignment>,
 }
 
 /// `Workload.status.admission`.
@@ -787,6 +797,7 @@ mod tests {
             flavors: labels(&[("cpu", "default")]),
             resource_usage: BTreeMap::from([("cpu".to_owned(), cpu)]),
             count: 1,
+            topology: None,
         };
         let admission = Admission {
             cluster_queue: "cq".to_owned(),

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use jiff::Timestamp;
 
 use super::model::{
-    ClusterQueue, Cohort, FlavorResource, Quantity, ResourceFlavor, ResourceGroup, StopPolicy,
-    Workload,
+    Admission, ClusterQueue, Cohort, FlavorResource, Quantity, ResourceFlavor, ResourceGroup,
+    StopPolicy, Workload,
 };
+use super::topology::TopologyCapacity;
 
 /// Prints a quantity of a resource for messages, e.g. `("cpu", 500) -> "500m"`.
 pub type QuantityFormatter = fn(resource: &str, value: Quantity) -> String;
@@ -196,6 +197,9 @@ pub struct Snapshot {
     /// Victims of preemptions decided in the current cycle: they still hold their quota until
     /// they are gone, but no other preemptor may count on them.
     pub(super) claimed: BTreeSet<String>,
+    /// Free capacity of each topology-aware flavor the caller knows the nodes of, less what
+    /// admitted workloads' topology assignments take.
+    pub(super) topologies: BTreeMap<String, TopologyCapacity>,
 }
 
 /// Collects the objects a [`Snapshot`] is built from.
@@ -207,9 +211,18 @@ pub struct SnapshotBuilder {
     cohorts: Vec<Cohort>,
     cluster_queues: Vec<ClusterQueue>,
     workloads: Vec<Workload>,
+    topologies: BTreeMap<String, TopologyCapacity>,
 }
 
 impl SnapshotBuilder {
+    /// The free capacity of a topology-aware flavor's nodes (allocatable less what pods
+    /// outside Kueue's workloads use); without it, that flavor's PodSets get no topology
+    /// assignment.
+    pub fn topology(mut self, flavor: &str, capacity: TopologyCapacity) -> Self {
+        self.topologies.insert(flavor.to_owned(), capacity);
+        self
+    }
+
     /// Sets the scheduler configuration.
     pub fn config(mut self, config: SchedulerConfig) -> Self {
         self.config = config;
@@ -249,6 +262,7 @@ impl SnapshotBuilder {
             cohorts,
             cluster_queues,
             workloads,
+            mut topologies,
         } = self;
 
         let flavors: BTreeMap<String, ResourceFlavor> = flavors
@@ -382,6 +396,7 @@ impl SnapshotBuilder {
             for (fr, quantity) in &usage {
                 cqs[cq].node.add(fr, *quantity);
             }
+            take_topology(&mut topologies, &workload, admission);
             cqs[cq].workloads.insert(workload.key.clone());
             admitted.insert(
                 workload.key.clone(),
@@ -403,6 +418,7 @@ impl SnapshotBuilder {
             cohort_index: Arc::new(cohort_index),
             workloads: admitted,
             claimed: BTreeSet::new(),
+            topologies,
         };
         let roots: Vec<usize> = (0..snapshot.cohorts.len())
             .filter(|&index| snapshot.cohorts[index].node.parent.is_none() && !has_cycle[index])
@@ -411,6 +427,29 @@ impl SnapshotBuilder {
             snapshot.accumulate_cohort(root);
         }
         snapshot
+    }
+}
+
+/// Takes the pods `admission` places by topology off the free capacity of their flavors.
+pub(super) fn take_topology(
+    topologies: &mut BTreeMap<String, TopologyCapacity>,
+    workload: &Workload,
+    admission: &Admission,
+) {
+    for assignment in &admission.pod_set_assignments {
+        let Some(placed) = &assignment.topology else {
+            continue;
+        };
+        let Some(pod_set) = workload.pod_sets.iter().find(|p| p.name == assignment.name) else {
+            continue;
+        };
+        let flavor = assignment
+            .flavors
+            .values()
+            .find(|flavor| topologies.contains_key(*flavor));
+        if let Some(capacity) = flavor.and_then(|flavor| topologies.get_mut(flavor)) {
+            capacity.take(placed, &pod_set.requests);
+        }
     }
 }
 
@@ -444,6 +483,7 @@ impl Snapshot {
             cohorts: Vec::new(),
             cluster_queues: Vec::new(),
             workloads: Vec::new(),
+            topologies: BTreeMap::new(),
         }
     }
 

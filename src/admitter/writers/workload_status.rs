@@ -465,11 +465,27 @@ pub fn api_admission(admission: &model::Admission) -> api::Admission {
                     .map(|(resource, value)| (resource.clone(), format_quantity(resource, *value)))
                     .collect(),
                 count: Some(assignment.count),
-                topology_assignment: None,
+                topology_assignment: assignment.topology.as_ref().map(api_topology_assignment),
                 delayed_topology_request: None,
             })
             .collect(),
     }
+}
+
+/// The compact v1beta2 form of a topology assignment (runs of domains sharing values).
+fn api_topology_assignment(assignment: &model::TopologyAssignment) -> api::TopologyAssignment {
+    crate::api::v1beta1::TopologyAssignment {
+        levels: assignment.levels.clone(),
+        domains: assignment
+            .domains
+            .iter()
+            .map(|domain| crate::api::v1beta1::TopologyDomainAssignment {
+                values: domain.values.clone(),
+                count: domain.count,
+            })
+            .collect(),
+    }
+    .into()
 }
 
 /// Kueue's `syncAdmissionCheckConditions`: one state per check, sorted by name, `Pending` for

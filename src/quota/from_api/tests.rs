@@ -334,10 +334,12 @@ fn explicit_topology_requests_name_the_levels_a_flavor_must_have() {
         let request: api::PodSetTopologyRequest = serde_json::from_value(value).unwrap();
         topology_request(Some(&request))
     };
-    let named = |level: &str, slices: &[&str]| {
+    let named = |level: &str, mode, slices: &[&str], slice_size| {
         Some(TopologyRequest {
             level: TopologyLevel::Named(level.to_owned()),
+            mode,
             slice_levels: slices.iter().map(|level| (*level).to_owned()).collect(),
+            slice_size,
         })
     };
     let cases = [
@@ -347,31 +349,37 @@ fn explicit_topology_requests_name_the_levels_a_flavor_must_have() {
         ),
         (
             json!({"required": "rack", "preferred": "block"}),
-            named("rack", &[]),
+            named("rack", PlacementMode::Required, &[], None),
         ),
         (
             json!({"preferred": "block", "podSetSliceRequiredTopology": "rack", "podSetSliceSize": 2}),
-            named("block", &["rack"]),
+            named("block", PlacementMode::Preferred, &["rack"], Some(2)),
         ),
         (
             json!({"podsetSliceRequiredTopologyConstraints": [{"topology": "block", "size": 4}, {"topology": "rack", "size": 2}]}),
             Some(TopologyRequest {
                 level: TopologyLevel::Highest,
+                mode: PlacementMode::Preferred,
                 slice_levels: vec!["block".to_owned(), "rack".to_owned()],
+                slice_size: Some(4),
             }),
         ),
         (
             json!({"unconstrained": true}),
             Some(TopologyRequest {
                 level: TopologyLevel::Lowest,
+                mode: PlacementMode::Unconstrained,
                 slice_levels: Vec::new(),
+                slice_size: None,
             }),
         ),
         (
             json!({"unconstrained": false}),
             Some(TopologyRequest {
                 level: TopologyLevel::Unresolvable,
+                mode: PlacementMode::Unconstrained,
                 slice_levels: Vec::new(),
+                slice_size: None,
             }),
         ),
     ];
@@ -379,4 +387,28 @@ fn explicit_topology_requests_name_the_levels_a_flavor_must_have() {
         assert_eq!(request(value.clone()), want, "{value}");
     }
     assert_eq!(topology_request(None), None);
+}
+
+#[test]
+fn a_stored_topology_assignment_is_expanded_domain_by_domain() {
+    let stored: api::TopologyAssignment = serde_json::from_value(json!({
+        "levels": ["block", "rack"],
+        "slices": [{
+            "domainCount": 2,
+            "valuesPerLevel": [{"universal": "b1"}, {"individual": {"prefix": "r", "roots": ["1", "2"]}}],
+            "podCounts": {"individual": [3, 1]},
+        }],
+    }))
+    .unwrap();
+    let domain = |rack: &str, count| TopologyDomain {
+        values: vec!["b1".to_owned(), rack.to_owned()],
+        count,
+    };
+    assert_eq!(
+        topology_assignment(&stored),
+        TopologyAssignment {
+            levels: vec!["block".to_owned(), "rack".to_owned()],
+            domains: vec![domain("r1", 3), domain("r2", 1)],
+        }
+    );
 }

@@ -1,7 +1,7 @@
 //! Flavor assignment: fit, flavor order, node labels, taints, `pods`, PodSets, messages.
 
 use super::super::model::*;
-use super::super::{PendingReason, SchedulerConfig, Snapshot, SnapshotBuilder};
+use super::super::{Decision, PendingReason, SchedulerConfig, Snapshot, SnapshotBuilder};
 use super::builders::*;
 use super::{Scenario, builder, run, snapshot};
 
@@ -368,7 +368,9 @@ fn asking(level: TopologyLevel, slices: &[&str]) -> Workload {
     wl("a", "cq", 1, 3).pod_sets(vec![PodSet {
         topology: Some(TopologyRequest {
             level,
+            mode: PlacementMode::Required,
             slice_levels: slices.iter().map(|level| (*level).to_owned()).collect(),
+            slice_size: None,
         }),
         ..pod_set("main", 1).req("cpu", 3)
     }])
@@ -441,6 +443,109 @@ fn topology_requests_pick_flavors_that_have_the_levels() {
                     "Flavor \"tas\" supports only TopologyAwareScheduling, flavor on-demand doesn't match node affinity",
                 ),
             )],
+        },
+    ]);
+}
+
+/// The `tas` flavor with known nodes: rack r1 has room for 4 CPUs, rack r2 for 3, in block b1.
+fn placing_snapshot(cluster_queues: Vec<ClusterQueue>, admitted: Vec<Workload>) -> Snapshot {
+    let mut capacity =
+        crate::topology::TopologyCapacity::new("t", vec!["block".to_owned(), "rack".to_owned()]);
+    for (rack, cpu) in [("r1", 4), ("r2", 3)] {
+        let free = std::collections::BTreeMap::from([("cpu".to_owned(), cpu)]);
+        capacity.add_node(vec!["b1".to_owned(), rack.to_owned()], &free);
+    }
+    let with_queues = cluster_queues.into_iter().fold(
+        builder().flavor(ResourceFlavor {
+            topology_levels: Some(vec!["block".to_owned(), "rack".to_owned()]),
+            ..flavor("tas")
+        }),
+        SnapshotBuilder::cluster_queue,
+    );
+    admitted
+        .into_iter()
+        .fold(with_queues, SnapshotBuilder::admitted)
+        .topology("tas", capacity)
+        .build()
+}
+
+/// A Workload created at `created` asking for `pods` pods of 1 CPU in one rack.
+fn one_rack(name: &str, created: i64, pods: i32) -> Workload {
+    wl(name, "cq", created, 1).pod_sets(vec![PodSet {
+        topology: Some(TopologyRequest {
+            level: TopologyLevel::Named("rack".to_owned()),
+            mode: PlacementMode::Required,
+            slice_levels: Vec::new(),
+            slice_size: None,
+        }),
+        ..pod_set("main", pods).req("cpu", 1)
+    }])
+}
+
+/// `admit_cpu` with the PodSet placed in racks of block b1.
+fn admit_in_racks(name: &str, racks: &[(&str, i32)]) -> Decision {
+    let pods = racks.iter().map(|(_, count)| count).sum();
+    let mut decision = admit(
+        name,
+        "cq",
+        &[("main", &[("cpu", "tas", Quantity::from(pods))], pods)],
+    );
+    if let Decision::Admit { admission, .. } = &mut decision {
+        admission.pod_set_assignments[0].topology = Some(TopologyAssignment {
+            levels: vec!["block".to_owned(), "rack".to_owned()],
+            domains: racks
+                .iter()
+                .map(|(rack, count)| TopologyDomain {
+                    values: vec!["b1".to_owned(), (*rack).to_owned()],
+                    count: *count,
+                })
+                .collect(),
+        });
+    }
+    decision
+}
+
+#[test]
+fn topology_capacity_places_pods_and_is_used_up_within_the_cycle() {
+    let queue = || cq_flavors("cq", &[("tas", 20)]);
+    run(vec![
+        Scenario {
+            name: "the only rack with room for all, then the rack left is too small",
+            snapshot: placing_snapshot(vec![queue()], Vec::new()),
+            pending: vec![
+                one_rack("a", 1, 4),
+                one_rack("b", 2, 4),
+                one_rack("c", 3, 3),
+            ],
+            want: vec![
+                admit_in_racks("a", &[("r1", 4)]),
+                inadmissible(
+                    "b",
+                    PendingReason::TopologyPlacementFailed,
+                    &main_msg(concat!(
+                        r#"topology "t" allows to fit only 3 out of 4 pod(s). "#,
+                        r#"Total nodes: 2; excluded: resource "cpu": 1"#
+                    )),
+                ),
+                admit_in_racks("c", &[("r2", 3)]),
+            ],
+        },
+        Scenario {
+            name: "what admitted workloads were placed on is not free",
+            snapshot: placing_snapshot(
+                vec![queue()],
+                vec![{
+                    let mut holder = one_rack("held", 0, 3);
+                    let Decision::Admit { admission, .. } = admit_in_racks("held", &[("r1", 3)])
+                    else {
+                        unreachable!()
+                    };
+                    holder.admission = Some(admission);
+                    holder
+                }],
+            ),
+            pending: vec![one_rack("a", 1, 3)],
+            want: vec![admit_in_racks("a", &[("r2", 3)])],
         },
     ]);
 }

@@ -303,6 +303,7 @@ impl WorkloadExt for Workload {
                         .map(|(r, q)| (r.clone(), q * Quantity::from(pod_set.count)))
                         .collect(),
                     count: pod_set.count,
+                    topology: None,
                 })
                 .collect(),
         });
@@ -344,6 +345,7 @@ pub fn admit(name: &str, cq: &str, pod_sets: &[ExpectedPodSet<'_>]) -> Decision 
                         .map(|(r, _, q)| ((*r).to_owned(), *q))
                         .collect::<BTreeMap<_, _>>(),
                     count: *count,
+                    topology: None,
                 })
                 .collect(),
         },

@@ -7,6 +7,7 @@ mod fair_sharing;
 mod preemption;
 mod properties;
 mod queueing;
+mod topology;
 
 use pretty_assertions::assert_eq;
 

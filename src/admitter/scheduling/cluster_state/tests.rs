@@ -148,12 +148,14 @@ fn quota_holders_count_their_admission_minus_reclaimable_pods() {
                     flavors: labels(&[("cpu", "default")]),
                     resource_usage: BTreeMap::from([("cpu".to_owned(), 1000)]),
                     count: 1,
+                    topology: None,
                 },
                 PodSetAssignment {
                     name: "workers".to_owned(),
                     flavors: labels(&[("cpu", "default")]),
                     resource_usage: BTreeMap::from([("cpu".to_owned(), 500)]),
                     count: 1,
+                    topology: None,
                 },
             ],
         })

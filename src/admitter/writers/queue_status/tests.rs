@@ -22,6 +22,7 @@ fn holder(
             flavors: BTreeMap::from([("cpu".to_owned(), "default".to_owned())]),
             resource_usage: BTreeMap::from([("cpu".to_owned(), cpu)]),
             count: 1,
+            topology: None,
         }],
     });
     Holder {

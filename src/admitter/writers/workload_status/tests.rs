@@ -21,6 +21,7 @@ fn admission(cluster_queue: &str) -> model::Admission {
                 ("memory".to_owned(), 2 << 30),
             ]),
             count: 2,
+            topology: None,
         }],
     }
 }
@@ -614,5 +615,32 @@ fn a_workload_past_its_maximum_execution_time_is_marked_for_deactivation() {
     assert_eq!(
         exceeded.status(&reserved_workload().build(), ts(300)),
         Err(Skip::NotAdmitted)
+    );
+}
+
+#[test]
+fn a_topology_assignment_is_written_in_the_compact_form() {
+    let mut placed = admission("cq");
+    placed.pod_set_assignments[0].topology = Some(model::TopologyAssignment {
+        levels: vec!["kubernetes.io/hostname".to_owned()],
+        domains: ["node-1", "node-2"]
+            .into_iter()
+            .map(|node| model::TopologyDomain {
+                values: vec![node.to_owned()],
+                count: 1,
+            })
+            .collect(),
+    });
+    let written = serde_json::to_value(api_admission(&placed)).unwrap();
+    assert_eq!(
+        written["podSetAssignments"][0]["topologyAssignment"],
+        json!({
+            "levels": ["kubernetes.io/hostname"],
+            "slices": [{
+                "domainCount": 2,
+                "valuesPerLevel": [{"individual": {"prefix": "node-", "roots": ["1", "2"]}}],
+                "podCounts": {"universal": 1},
+            }],
+        })
     );
 }
