@@ -583,10 +583,7 @@ impl Scheduler {
             } else {
                 Change::Verdict
             };
-            if !self.pending_budget.offer(key, update, change, now) {
-                // Refused as a too early refresh: offered again by the next pass.
-                return;
-            }
+            self.pending_budget.offer(key, update, change, now);
         } else {
             // What waited is outdated: the workload shows this verdict already.
             self.pending_budget.forget(key);

@@ -8,9 +8,11 @@
 //! time on those instead of on admissions. So pending statuses go out at this budget's pace,
 //! the latest one per workload kept, in two lanes: first verdicts (or a changed reason) before
 //! refreshes of a message alone, and a workload's message is refreshed at most once per
-//! [`REFRESH_INTERVAL`]. Admissions and evictions never wait for it.
+//! [`REFRESH_INTERVAL`]: a refresh offered sooner waits until then, so the latest message
+//! always lands, even for a workload no later pass evaluates again. Admissions and evictions
+//! never wait for it.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use jiff::{SignedDuration, Timestamp};
 
@@ -99,6 +101,9 @@ pub struct PendingBudget<T> {
     verdicts: VecDeque<String>,
     refreshes: VecDeque<String>,
     in_order: HashSet<String>,
+    /// Refreshes held back until their workload's interval has passed, by when they may go.
+    deferred: BTreeSet<(Timestamp, String)>,
+    deferred_until: HashMap<String, Timestamp>,
     /// When each workload's status was last handed out, oldest first, for `REFRESH_INTERVAL`.
     written_at: HashMap<String, Timestamp>,
     written_order: VecDeque<(Timestamp, String)>,
@@ -113,6 +118,8 @@ impl<T> Default for PendingBudget<T> {
             verdicts: VecDeque::new(),
             refreshes: VecDeque::new(),
             in_order: HashSet::new(),
+            deferred: BTreeSet::new(),
+            deferred_until: HashMap::new(),
             written_at: HashMap::new(),
             written_order: VecDeque::new(),
             tokens: f64::from(BURST),
@@ -123,38 +130,52 @@ impl<T> Default for PendingBudget<T> {
 
 impl<T> PendingBudget<T> {
     /// Queues `write` for `key`, replacing one already waiting (which keeps its place). A
-    /// [`Change::Message`] within [`REFRESH_INTERVAL`] of the workload's last write is dropped,
-    /// unless a write for it waits already (the newer one replaces it). Returns whether `write`
-    /// was taken.
-    pub fn offer(&mut self, key: &str, write: T, change: Change, now: Timestamp) -> bool {
-        if change == Change::Message
-            && !self.waiting.contains_key(key)
-            && self
+    /// [`Change::Message`] within [`REFRESH_INTERVAL`] of the workload's last write waits until
+    /// the interval has passed.
+    pub fn offer(&mut self, key: &str, write: T, change: Change, now: Timestamp) {
+        let already_waiting = self.waiting.insert(key.to_owned(), write).is_some();
+        if self.in_order.contains(key) {
+            return;
+        }
+        if change == Change::Message {
+            if already_waiting && self.deferred_until.contains_key(key) {
+                return;
+            }
+            let held_until = self
                 .written_at
                 .get(key)
-                .is_some_and(|at| now.duration_since(*at) < REFRESH_INTERVAL)
-        {
-            return false;
-        }
-        self.waiting.insert(key.to_owned(), write);
-        if self.in_order.insert(key.to_owned()) {
-            match change {
-                Change::Verdict => self.verdicts.push_back(key.to_owned()),
-                Change::Message => self.refreshes.push_back(key.to_owned()),
+                .and_then(|at| at.checked_add(REFRESH_INTERVAL).ok())
+                .filter(|until| *until > now);
+            if let Some(until) = held_until {
+                self.deferred.insert((until, key.to_owned()));
+                self.deferred_until.insert(key.to_owned(), until);
+                return;
             }
         }
-        true
+        // A new reason is not held back by an earlier refresh.
+        if let Some(until) = self.deferred_until.remove(key) {
+            self.deferred.remove(&(until, key.to_owned()));
+        }
+        self.in_order.insert(key.to_owned());
+        match change {
+            Change::Verdict => self.verdicts.push_back(key.to_owned()),
+            Change::Message => self.refreshes.push_back(key.to_owned()),
+        }
     }
 
     /// Drops what waits for `key` (it is being admitted, or shows the verdict already).
     pub fn forget(&mut self, key: &str) {
         self.waiting.remove(key);
+        if let Some(until) = self.deferred_until.remove(key) {
+            self.deferred.remove(&(until, key.to_owned()));
+        }
     }
 
     /// The writes the budget allows at `now`: first verdicts, then refreshes, oldest first.
     pub fn take_due(&mut self, now: Timestamp) -> Vec<(String, T)> {
         self.refill(now);
         self.forget_old_writes(now);
+        self.release_deferred(now);
         let mut due = Vec::new();
         while self.tokens >= 1.0 {
             let Some(key) = self
@@ -186,12 +207,32 @@ impl<T> PendingBudget<T> {
         if self.waiting.is_empty() {
             return None;
         }
+        if self.in_order.is_empty() {
+            // Only held-back refreshes wait.
+            return self.deferred.first().map(|(until, _)| *until);
+        }
         let missing = (1.0 - self.tokens).max(0.0);
         let nanos = missing * 1e9 / f64::from(WRITES_PER_SECOND);
         // A whole number of nanoseconds below a second: the cast cannot truncate.
         #[allow(clippy::cast_possible_truncation)]
         let wait = SignedDuration::from_nanos(nanos.ceil() as i64);
         Some(now.checked_add(wait).unwrap_or(now))
+    }
+
+    /// Moves the held-back refreshes whose interval has passed to the refresh lane.
+    fn release_deferred(&mut self, now: Timestamp) {
+        while let Some((until, _)) = self.deferred.first() {
+            if *until > now {
+                break;
+            }
+            let Some((_, key)) = self.deferred.pop_first() else {
+                break;
+            };
+            self.deferred_until.remove(&key);
+            if self.waiting.contains_key(&key) && self.in_order.insert(key.clone()) {
+                self.refreshes.push_back(key);
+            }
+        }
     }
 
     fn refill(&mut self, now: Timestamp) {
@@ -296,20 +337,38 @@ mod tests {
     }
 
     #[test]
-    fn a_message_is_refreshed_at_most_once_per_interval() {
+    fn a_message_is_refreshed_at_most_once_per_interval_and_the_latest_lands() {
         let mut budget = PendingBudget::default();
-        assert!(budget.offer("ns/a", 1, Change::Verdict, at(0)));
+        budget.offer("ns/a", 1, Change::Verdict, at(0));
         assert_eq!(keys(budget.take_due(at(0))), ["ns/a"]);
-        // Figures moved soon after: not worth a write.
-        assert!(!budget.offer("ns/a", 2, Change::Message, at(1_000)));
-        assert_eq!(budget.next_due(at(1_000)), None);
-        // A changed reason is written whatever the interval.
-        assert!(budget.offer("ns/a", 3, Change::Verdict, at(2_000)));
-        assert_eq!(budget.take_due(at(2_000)), [("ns/a".to_owned(), 3)]);
-        assert!(!budget.offer("ns/a", 4, Change::Message, at(61_000)));
-        assert_eq!(budget.next_due(at(61_000)), None);
-        assert!(budget.offer("ns/a", 5, Change::Message, at(62_000)));
+        // Figures moved soon after: held back until a minute after the last write, the
+        // latest of them kept.
+        budget.offer("ns/a", 2, Change::Message, at(1_000));
+        budget.offer("ns/a", 3, Change::Message, at(2_000));
+        assert_eq!(budget.next_due(at(2_000)), Some(at(60_000)));
+        assert_eq!(budget.take_due(at(59_999)), []);
+        assert_eq!(budget.take_due(at(60_000)), [("ns/a".to_owned(), 3)]);
+        assert_eq!(budget.next_due(at(60_000)), None);
+        // A changed reason is written whatever the interval, and replaces a held-back refresh.
+        budget.offer("ns/a", 4, Change::Message, at(61_000));
+        budget.offer("ns/a", 5, Change::Verdict, at(62_000));
         assert_eq!(budget.take_due(at(62_000)), [("ns/a".to_owned(), 5)]);
+        assert_eq!(budget.take_due(at(200_000)), []);
+        // Once the interval has passed, a refresh goes at once.
+        budget.offer("ns/a", 6, Change::Message, at(200_000));
+        assert_eq!(budget.take_due(at(200_000)), [("ns/a".to_owned(), 6)]);
+    }
+
+    #[test]
+    fn a_held_back_refresh_is_forgotten_with_its_workload() {
+        let mut budget = PendingBudget::default();
+        budget.offer("ns/a", 1, Change::Verdict, at(0));
+        assert_eq!(keys(budget.take_due(at(0))), ["ns/a"]);
+        budget.offer("ns/a", 2, Change::Message, at(1_000));
+        budget.forget("ns/a");
+        assert_eq!(budget.next_due(at(1_000)), None);
+        assert_eq!(budget.take_due(at(60_000)), []);
+        assert_eq!((budget.deferred.len(), budget.deferred_until.len()), (0, 0));
     }
 
     #[test]
