@@ -5,7 +5,7 @@ use std::{fmt::Debug, hash::Hash, time::Duration};
 
 use futures::{StreamExt, future::BoxFuture};
 use k8s_openapi::api::{
-    core::v1::{LimitRange, Namespace},
+    core::v1::{LimitRange, Namespace, Node},
     scheduling::v1::PriorityClass,
 };
 use kube::{
@@ -39,6 +39,7 @@ pub enum Changed {
     Namespace,
     LimitRange,
     Topology,
+    Node,
 }
 
 /// Read handles for every watched kind.
@@ -55,6 +56,8 @@ pub struct Stores {
     pub namespaces: Store<Namespace>,
     pub limit_ranges: Store<LimitRange>,
     pub topologies: Store<Topology>,
+    /// Nodes, for the free capacity of topology-aware flavors.
+    pub nodes: Store<Node>,
     changes: broadcast::Sender<Changed>,
     synced: watch::Receiver<bool>,
 }
@@ -99,6 +102,7 @@ impl Stores {
             namespaces: watch(client, &changes, Changed::Namespace, &mut drivers, all),
             limit_ranges: watch(client, &changes, Changed::LimitRange, &mut drivers, all),
             topologies: watch(client, &changes, Changed::Topology, &mut drivers, all),
+            nodes: watch(client, &changes, Changed::Node, &mut drivers, all),
             changes,
             synced,
         };
@@ -138,6 +142,7 @@ async fn mark_synced(stores: Stores, synced: watch::Sender<bool>) {
         stores.namespaces.wait_until_ready(),
         stores.limit_ranges.wait_until_ready(),
         stores.topologies.wait_until_ready(),
+        stores.nodes.wait_until_ready(),
     );
     let all = [
         results.0.is_ok(),
@@ -151,6 +156,7 @@ async fn mark_synced(stores: Stores, synced: watch::Sender<bool>) {
         results.8.is_ok(),
         results.9.is_ok(),
         results.10.is_ok(),
+        results.11.is_ok(),
     ];
     if all.iter().all(|ok| *ok) {
         let _ = synced.send(true);
@@ -162,8 +168,8 @@ async fn mark_synced(stores: Stores, synced: watch::Sender<bool>) {
 #[error("the watch caches did not sync within {0:?}; are the kueue.x-k8s.io CRDs installed?")]
 pub struct StoresNotReady(pub Duration);
 
-/// A store of every object of `K` that `keeps` keeps; an object it stops keeping leaves the
-/// store as if deleted.
+/// A store of every object of `K` that `keeps` keeps, trimmed; an object it stops keeping
+/// leaves the store as if deleted.
 fn watch<K>(
     client: &Client,
     changes: &broadcast::Sender<Changed>,
@@ -172,7 +178,7 @@ fn watch<K>(
     keeps: fn(&K) -> bool,
 ) -> Store<K>
 where
-    K: Resource + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K: Stored + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
 {
     let (reader, writer) = reflector::store();
@@ -180,7 +186,7 @@ where
     let changes = changes.clone();
     let stream = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
-        .modify(strip_bookkeeping)
+        .modify(K::trim)
         .filter_map(move |event| futures::future::ready(kept(event, keeps)))
         .reflect(writer);
     drivers.push(Box::pin(async move {
@@ -235,6 +241,40 @@ fn strip_bookkeeping<K: Resource>(object: &mut K) {
     }
 }
 
+/// A kind the stores hold, and what of it they drop on arrival.
+trait Stored: Resource + Sized {
+    /// Drops what no reader of the stores looks at.
+    fn trim(&mut self) {
+        strip_bookkeeping(self);
+    }
+}
+
+impl Stored for ClusterQueue {}
+impl Stored for LocalQueue {}
+impl Stored for Cohort {}
+impl Stored for ResourceFlavor {}
+impl Stored for AdmissionCheck {}
+impl Stored for WorkloadPriorityClass {}
+impl Stored for PriorityClass {}
+impl Stored for Workload {}
+impl Stored for Namespace {}
+impl Stored for LimitRange {}
+impl Stored for Topology {}
+
+impl Stored for Node {
+    /// Also what a Node's status lists that placement does not read: its container images
+    /// (often most of the object), volumes and system information.
+    fn trim(&mut self) {
+        strip_bookkeeping(self);
+        if let Some(status) = self.status.as_mut() {
+            status.images = None;
+            status.volumes_attached = None;
+            status.volumes_in_use = None;
+            status.node_info = None;
+        }
+    }
+}
+
 /// kubectl's annotation holding the last object it applied client-side.
 const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
@@ -276,6 +316,7 @@ mod tests {
             namespaces: fed(&mut init_done),
             limit_ranges: fed(&mut init_done),
             topologies: fed(&mut init_done),
+            nodes: fed(&mut init_done),
             changes: broadcast::channel(1).0,
             synced,
         };

@@ -846,7 +846,7 @@ async fn a_tas_flavor_needs_its_topology_and_the_levels_a_workload_asks_for() {
     )
     .await;
     env.cluster_scoped.push(("flavor", flavor.clone()));
-    let cluster_queue = env.cluster_queue("tas", &flavor, "2", json!({})).await;
+    let cluster_queue = env.cluster_queue("tas", &flavor, "12", json!({})).await;
     env.local_queue("to-tas", &cluster_queue).await;
     let scheduler = start_scheduler(&env.client);
     env.workload("waits-for-topology", "to-tas", "1", 0).await;
@@ -887,6 +887,7 @@ async fn a_tas_flavor_needs_its_topology_and_the_levels_a_workload_asks_for() {
         )
         .await
         .expect("create the Topology");
+    let topology_name = topology.clone();
     env.cluster_scoped.push(("topology", topology));
     env.wait_for_cluster_queue(&cluster_queue, "active", |status| {
         status["conditions"][0]["status"] == "True"
@@ -899,31 +900,81 @@ async fn a_tas_flavor_needs_its_topology_and_the_levels_a_workload_asks_for() {
     )
     .await;
 
-    // Explicit requests need the levels they name in the flavor's Topology.
-    for (name, level) in [
-        ("by-rack", "cloud.provider.com/topology-rack"),
-        ("by-block", "cloud.provider.com/topology-block"),
+    // Explicit requests need the levels they name in the flavor's Topology, and room in it:
+    // the dev cluster's TAS pool has rack r1 with room for 4 CPUs, r2 for 3 (2 + 1), and the
+    // first Workload took one CPU where the least was free (kwok-tas-r2-1).
+    let create = |name: &'static str, level: &'static str, pods: i32, cpu: &'static str| {
+        let workloads = env.workloads();
+        async move {
+            workloads
+                .create(
+                    &PostParams::default(),
+                    &from_json(json!({
+                        "metadata": {"name": name},
+                        "spec": {"queueName": "to-tas", "podSets": [{
+                            "name": "main",
+                            "count": pods,
+                            "template": {"spec": {"containers": [
+                                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}},
+                            ]}},
+                            "topologyRequest": {"required": level},
+                        }]},
+                    })),
+                )
+                .await
+                .expect("create a workload with a topology request");
+        }
+    };
+    for (name, level, pods, cpu) in [
+        ("by-rack", "cloud.provider.com/topology-rack", 1, "500m"),
+        ("by-block", "cloud.provider.com/topology-block", 1, "500m"),
+        ("four-in-a-rack", "cloud.provider.com/topology-rack", 4, "1"),
     ] {
-        env.workloads()
-            .create(
-                &PostParams::default(),
-                &from_json(json!({
-                    "metadata": {"name": name},
-                    "spec": {"queueName": "to-tas", "podSets": [{
-                        "name": "main",
-                        "count": 1,
-                        "template": {"spec": {"containers": [
-                            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "500m"}}},
-                        ]}},
-                        "topologyRequest": {"required": level},
-                    }]},
-                })),
-            )
-            .await
-            .expect("create a workload with a topology request");
+        create(name, level, pods, cpu).await;
     }
-    env.wait_until("admitted on the rack level", "by-rack", is_admitted)
-        .await;
+    let on_hosts = |hosts: &[(&str, i32)]| {
+        let domains: Vec<Value> = hosts
+            .iter()
+            .map(|(host, count)| json!({"values": [host], "count": count}))
+            .collect();
+        kuota::api::v1beta2::TopologyAssignment::from(from_json::<
+            kuota::api::v1beta1::TopologyAssignment,
+        >(
+            json!({"levels": ["kubernetes.io/hostname"], "domains": domains}),
+        ))
+    };
+    let placed = |w: &Workload| {
+        w.status
+            .as_ref()
+            .and_then(|status| status.admission.as_ref())
+            .and_then(|admission| admission.pod_set_assignments[0].topology_assignment.clone())
+    };
+    // The tightest rack that holds it, the tightest node of that rack.
+    env.wait_until("placed on a node of rack r2", "by-rack", |w| {
+        placed(w) == Some(on_hosts(&[("kwok-tas-r2-0", 1)]))
+    })
+    .await;
+    env.wait_until(
+        "placed in the only rack with room for 4",
+        "four-in-a-rack",
+        |w| placed(w) == Some(on_hosts(&[("kwok-tas-r1-0", 2), ("kwok-tas-r1-1", 2)])),
+    )
+    .await;
+    // Left: 1 CPU on kwok-tas-r2-0, none on the three others. (Created only now: its first
+    // verdict reads the capacity left, where a later change of figures would be written at
+    // most once a minute.)
+    create("five-in-a-rack", "cloud.provider.com/topology-rack", 5, "1").await;
+    env.wait_until("refused: no rack holds 5", "five-in-a-rack", |w| {
+        condition(w, "QuotaReserved").is_some_and(|c| {
+            c.status == "False"
+                && c.reason == "TopologyPlacementFailed"
+                && c.message
+                    == format!(
+                        "couldn't assign flavors to pod set main: topology \"{topology_name}\" allows to fit only 1 out of 5 pod(s). Total nodes: 4; excluded: resource \"cpu\": 3"
+                    )
+        })
+    })
+    .await;
     let no_level = format!(
         "couldn't assign flavors to pod set main: Flavor \"{flavor}\" does not contain the requested level"
     );

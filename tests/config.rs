@@ -379,7 +379,6 @@ fn full_v1beta2_file_loads() {
             .with(Feature::TopologyAwareScheduling, true),
         queue_reference_policy: QueueReferencePolicy::Warn,
         warnings: strings(&[
-            "feature gate TopologyAwareScheduling=true has no effect: Kuota does not implement topology-aware scheduling yet; workloads with topology requests are admitted by quota alone, without a topology assignment",
             "clientConnection is ignored: Kuota's API client has no client-side rate limit",
             "admissionFairSharing is ignored: Kuota does not implement admission fair sharing",
             "metrics.enableClusterQueueResources is ignored: Kuota exports no ClusterQueue resource metrics",

@@ -1119,6 +1119,10 @@ fn unreached() -> BTreeMap<String, &'static str> {
             "create core/secrets in kueue-system".to_owned(),
             "the webhook Secret deleted after install (the chart renders it)",
         ),
+        (
+            "patch core/pods".to_owned(),
+            "the topology ungater letting a gated pod go; no job here asks for a topology",
+        ),
     ]);
     let authentication_reader = "Kubernetes' own extension-apiserver-authentication-reader \
         Role, bound as Kueue's chart binds it; the visibility API reads the ConfigMap once at start";

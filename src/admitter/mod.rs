@@ -1,10 +1,12 @@
 //! The quota admitter: turns jobs into Workloads, queues them, reserves ClusterQueue quota and
-//! starts the jobs; only the replica holding the leader Lease admits.
+//! starts the jobs, and lets the pods of topology-aware PodSets go to their domains; only the
+//! replica holding the leader Lease admits.
 
 pub mod jobs;
 pub mod provisioning;
 pub mod retention;
 pub mod scheduling;
+pub mod topology_ungater;
 pub mod writers;
 
 use std::{future::Future, sync::Arc};
@@ -47,9 +49,11 @@ pub async fn run(
             };
             let provisioning =
                 provisioning_after_sync(client.clone(), config.clone(), stores.clone());
+            let ungater = ungater_after_sync(client.clone(), config.clone(), stores.clone());
             let scheduler =
                 run_scheduler(client, config, stores, metrics, futures::future::pending());
-            let (_, scheduled, (), ()) = futures::join!(jobs, scheduler, retention, provisioning);
+            let (_, scheduled, (), (), ()) =
+                futures::join!(jobs, scheduler, retention, provisioning, ungater);
             if let Err(err) = scheduled {
                 tracing::error!(%err, "the scheduler stopped");
             }
@@ -58,28 +62,45 @@ pub async fn run(
     .await;
 }
 
-async fn job_controllers_after_sync(client: Client, config: Arc<Configuration>, stores: Stores) {
+/// Waits until the stores hold the cluster, within `controller.cacheSyncTimeout`; false
+/// (logged) when they do not, and `what` is not started.
+async fn stores_synced(config: &Configuration, stores: &Stores, what: &str) -> bool {
     let timeout = config
         .controller
         .cache_sync_timeout
         .unwrap_or(scheduling::DEFAULT_CACHE_SYNC_TIMEOUT);
-    if let Err(err) = stores.wait_until_ready(timeout).await {
-        tracing::error!(%err, "job controllers not started");
-        return;
+    match stores.wait_until_ready(timeout).await {
+        Ok(()) => true,
+        Err(err) => {
+            tracing::error!(%err, "{what} not started");
+            false
+        }
     }
-    jobs::run_job_controllers(client, config, stores, futures::future::pending().boxed()).await;
+}
+
+async fn job_controllers_after_sync(client: Client, config: Arc<Configuration>, stores: Stores) {
+    if stores_synced(&config, &stores, "job controllers").await {
+        jobs::run_job_controllers(client, config, stores, futures::future::pending().boxed()).await;
+    }
 }
 
 async fn provisioning_after_sync(client: Client, config: Arc<Configuration>, stores: Stores) {
-    let timeout = config
-        .controller
-        .cache_sync_timeout
-        .unwrap_or(scheduling::DEFAULT_CACHE_SYNC_TIMEOUT);
-    if stores.wait_until_ready(timeout).await.is_err() {
+    if !stores_synced(&config, &stores, "the ProvisioningRequest check").await {
         return;
     }
     let cleanup_on_eviction = config
         .feature_gates
         .enabled(Feature::CleanupProvisioningRequestsOnEviction);
     provisioning::run(client, stores, cleanup_on_eviction).await;
+}
+
+/// The topology ungater, when `TopologyAwareScheduling` is on (no pod is gated otherwise).
+async fn ungater_after_sync(client: Client, config: Arc<Configuration>, stores: Stores) {
+    if config
+        .feature_gates
+        .enabled(Feature::TopologyAwareScheduling)
+        && stores_synced(&config, &stores, "the topology ungater").await
+    {
+        topology_ungater::run(client, stores).await;
+    }
 }

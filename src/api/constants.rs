@@ -49,6 +49,9 @@ pub const LOCAL_QUEUE_NAME_LABEL: &str = "kueue.x-k8s.io/local-queue-name";
 pub const MANAGED_LABEL: &str = "kueue.x-k8s.io/managed";
 /// Annotation on pod templates naming the Workload (topology-aware scheduling).
 pub const WORKLOAD_ANNOTATION: &str = "kueue.x-k8s.io/workload";
+/// Label (value `true`) on the pod templates, and so the pods, of a PodSet admitted with a
+/// topology assignment.
+pub const TAS_LABEL: &str = "kueue.x-k8s.io/tas";
 
 // === Finalizers and scheduling gates ===
 

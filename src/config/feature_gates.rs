@@ -188,8 +188,7 @@ impl Feature {
     pub const fn not_implemented(self) -> Option<&'static str> {
         use Feature::*;
         match self {
-            TopologyAwareScheduling
-            | TASProfileMixed
+            TASProfileMixed
             | TASFailedNodeReplacement
             | TASFailedNodeReplacementFailFast
             | TASReplaceNodeOnPodTermination
@@ -204,7 +203,7 @@ impl Feature {
             | TASCacheNodeMatchResults
             | TASCachingRemainingResources
             | TASCacheTopologyTree => Some(
-                "Kuota does not implement topology-aware scheduling yet; workloads with topology requests are admitted by quota alone, without a topology assignment",
+                "Kuota places topology-aware workloads as Kueue's default TAS profile does and does not implement this variant of it",
             ),
             ElasticJobsViaWorkloadSlices | ElasticJobsViaWorkloadSlicesWithTAS => Some(
                 "Kuota does not implement workload slices; elastic jobs are refused by the webhook",
@@ -553,13 +552,13 @@ mod tests {
     #[test]
     fn warns_about_enabled_gates_kuota_does_not_act_on() {
         let gates = FeatureGates::parse(
-            "TopologyAwareScheduling=true,LocalQueueMetrics=true,MultiKueue=false,VisibilityOnDemand=true",
+            "TopologyAwareScheduling=true,TASBalancedPlacement=true,LocalQueueMetrics=true,MultiKueue=false,VisibilityOnDemand=true",
         )
         .unwrap();
         assert_eq!(
             gates.warnings(),
             [
-                "feature gate TopologyAwareScheduling=true has no effect: Kuota does not implement topology-aware scheduling yet; workloads with topology requests are admitted by quota alone, without a topology assignment",
+                "feature gate TASBalancedPlacement=true has no effect: Kuota places topology-aware workloads as Kueue's default TAS profile does and does not implement this variant of it",
             ]
         );
         // Defaults are Kueue's, and only what was set is warned about.

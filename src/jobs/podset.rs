@@ -11,6 +11,7 @@ use serde::de::Error as _;
 use serde_json::{Map, Value};
 
 use super::JobError;
+use crate::api::constants::{TAS_LABEL, TOPOLOGY_SCHEDULING_GATE, WORKLOAD_ANNOTATION};
 use crate::api::v1beta2::PodSetTopologyRequest;
 use crate::k8s::json;
 use crate::k8s::names;
@@ -203,6 +204,21 @@ impl PodSetInfo {
             count,
             labels,
             ..PodSetInfo::default()
+        }
+    }
+
+    /// Holds the pods of a PodSet placed in a topology until the topology ungater gives each
+    /// its domain (Kueue's TAS label, Workload annotation and scheduling gate).
+    pub fn gate_for_topology(&mut self, workload: &str) {
+        self.labels
+            .insert(TAS_LABEL.to_string(), "true".to_string());
+        self.annotations
+            .insert(WORKLOAD_ANNOTATION.to_string(), workload.to_string());
+        let gate = PodSchedulingGate {
+            name: TOPOLOGY_SCHEDULING_GATE.to_string(),
+        };
+        if !self.scheduling_gates.contains(&gate) {
+            self.scheduling_gates.push(gate);
         }
     }
 

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
-    LimitRange, NodeSelectorRequirement as ApiNodeSelectorRequirement, PodSpec, Taint as ApiTaint,
-    Toleration as ApiToleration,
+    LimitRange, Node, NodeSelectorRequirement as ApiNodeSelectorRequirement, PodSpec,
+    Taint as ApiTaint, Toleration as ApiToleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as ApiLabelSelector;
@@ -499,6 +499,59 @@ pub fn resource_flavor(
         tolerations: flavor.spec.tolerations.iter().map(toleration).collect(),
         topology_levels: topologies.and_then(|topologies| topology_levels(flavor, topologies)),
     }
+}
+
+/// The free capacity of a topology-aware flavor: its `levels` (highest first) over the nodes
+/// that are Ready, schedulable and carry the flavor's node labels, each node's allocatable by
+/// its value of every level (a node missing a level label is not in the Topology). Pods that
+/// are not Kueue's are not taken off yet.
+pub fn topology_capacity(
+    flavor: &api::ResourceFlavor,
+    topology: &str,
+    levels: &[String],
+    nodes: &[Arc<Node>],
+) -> crate::quota::topology::TopologyCapacity {
+    let mut capacity = crate::quota::topology::TopologyCapacity::new(topology, levels.to_vec());
+    for node in nodes {
+        let labels = node.labels();
+        let of_flavor = flavor
+            .spec
+            .node_labels
+            .iter()
+            .all(|(key, value)| labels.get(key) == Some(value));
+        let schedulable = !node
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.unschedulable)
+            .unwrap_or(false);
+        let status = node.status.as_ref();
+        let ready = status
+            .and_then(|status| status.conditions.as_ref())
+            .is_some_and(|conditions| {
+                conditions
+                    .iter()
+                    .any(|condition| condition.type_ == "Ready" && condition.status == "True")
+            });
+        let values: Option<Vec<String>> = levels
+            .iter()
+            .map(|level| labels.get(level).cloned())
+            .collect();
+        let (true, true, true, Some(values)) = (of_flavor, schedulable, ready, values) else {
+            continue;
+        };
+        let free: BTreeMap<String, Quantity> = status
+            .and_then(|status| status.allocatable.as_ref())
+            .into_iter()
+            .flatten()
+            .filter_map(|(resource, quantity)| {
+                resource_value(resource, quantity)
+                    .ok()
+                    .map(|value| (resource.clone(), value))
+            })
+            .collect();
+        capacity.add_node(values, &free);
+    }
+    capacity
 }
 
 /// The level node labels of the flavor's Topology (empty while it does not exist); `None`

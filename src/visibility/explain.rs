@@ -122,6 +122,7 @@ pub async fn read(
         namespaces: list_all(client).await?,
         limit_ranges: list_all(client).await?,
         topologies: list_all(client).await?,
+        nodes: list_all(client).await?,
     };
     let not_found = |kind: &str| ExplainError::NotFound {
         kind: kind.to_owned(),

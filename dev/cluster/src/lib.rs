@@ -85,11 +85,17 @@ pub enum Error {
 pub struct FakeNode {
     pub name: &'static str,
     pub labels: &'static [(&'static str, &'static str)],
-    /// Extra allocatable resources besides kwok's defaults (cpu 1k, memory 1Ti, pods 1M).
+    /// Allocatable resources besides or instead of kwok's defaults (cpu 1k, memory 1Ti, pods 1M).
     pub extended: &'static [(&'static str, &'static str)],
 }
 
-/// The nodes every control plane starts with: two CPU pools and a GPU pool.
+/// The node labels of the topology-aware pool, as Kueue's own TAS tests name them.
+const TAS_POOL: (&str, &str) = ("cloud.provider.com/node-group", "tas");
+const BLOCK: &str = "cloud.provider.com/topology-block";
+const RACK: &str = "cloud.provider.com/topology-rack";
+
+/// The nodes every control plane starts with: two CPU pools, a GPU pool, and a topology-aware
+/// pool of one block with two racks of two nodes each, rack r1 with room for 4 CPUs, r2 for 3.
 pub const NODES: &[FakeNode] = &[
     FakeNode {
         name: "kwok-on-demand-0",
@@ -105,6 +111,26 @@ pub const NODES: &[FakeNode] = &[
         name: "kwok-gpu-0",
         labels: &[("instance-type", "gpu"), ("nvidia.com/gpu.present", "true")],
         extended: &[("nvidia.com/gpu", "8")],
+    },
+    FakeNode {
+        name: "kwok-tas-r1-0",
+        labels: &[TAS_POOL, (BLOCK, "b1"), (RACK, "r1")],
+        extended: &[("cpu", "2")],
+    },
+    FakeNode {
+        name: "kwok-tas-r1-1",
+        labels: &[TAS_POOL, (BLOCK, "b1"), (RACK, "r1")],
+        extended: &[("cpu", "2")],
+    },
+    FakeNode {
+        name: "kwok-tas-r2-0",
+        labels: &[TAS_POOL, (BLOCK, "b1"), (RACK, "r2")],
+        extended: &[("cpu", "2")],
+    },
+    FakeNode {
+        name: "kwok-tas-r2-1",
+        labels: &[TAS_POOL, (BLOCK, "b1"), (RACK, "r2")],
+        extended: &[("cpu", "1")],
     },
 ];
 

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::ResourceExt;
 use serde_json::Value;
 
 use crate::api::constants::{
@@ -322,8 +323,9 @@ fn running_pod_sets(
 }
 
 /// What admission adds to each PodSet's template, in the Workload's PodSet order: the PodSet
-/// label, the queue labels (when `assign_queue_labels`), the assigned flavors' node labels and
-/// tolerations, and the PodSetUpdates of admission checks. PodSets without an assignment are
+/// label, the queue labels (when `assign_queue_labels`), the topology gate of a PodSet placed
+/// in a topology, the assigned flavors' node labels and tolerations, and the PodSetUpdates of
+/// admission checks. PodSets without an assignment are
 /// left out, which the job frameworks refuse as a permanent error.
 pub fn pod_set_infos(
     workload: &Workload,
@@ -353,6 +355,9 @@ pub fn pod_set_infos(
         if !assign_queue_labels {
             info.labels
                 .retain(|key, _| key == jobs::podset::POD_SET_LABEL);
+        }
+        if assignment.topology_assignment.is_some() {
+            info.gate_for_topology(&workload.name_any());
         }
         let mut seen: Vec<&String> = Vec::new();
         for flavor in assignment.flavors.values() {

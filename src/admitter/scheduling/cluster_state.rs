@@ -14,7 +14,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Weak};
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{LimitRange, Namespace};
+use k8s_openapi::api::core::v1::{LimitRange, Namespace, Node};
 use kube::ResourceExt;
 
 use crate::admitter::writers::workload_status::Requeue;
@@ -25,6 +25,7 @@ use crate::quota::from_api::{
     self, ConversionOptions, CountAsZero, QueueReferences, WorkloadInputs, workload_key,
 };
 use crate::quota::model::{self, StopPolicy};
+use crate::quota::topology::TopologyCapacity;
 use crate::quota::{PendingReason, SchedulerConfig, Snapshot};
 use crate::stores::Stores;
 
@@ -49,6 +50,8 @@ pub struct ClusterState {
     pub limit_ranges: Vec<Arc<LimitRange>>,
     /// Topologies (TAS flavors name them).
     pub topologies: Vec<Arc<api::Topology>>,
+    /// Nodes (the capacity of TAS flavors).
+    pub nodes: Vec<Arc<Node>>,
 }
 
 impl ClusterState {
@@ -64,6 +67,7 @@ impl ClusterState {
             namespaces: stores.namespaces.state(),
             limit_ranges: stores.limit_ranges.state(),
             topologies: stores.topologies.state(),
+            nodes: stores.nodes.state(),
         }
     }
 
@@ -140,6 +144,8 @@ pub struct Unqueued {
 pub struct Converted {
     /// ResourceFlavors.
     pub flavors: Vec<model::ResourceFlavor>,
+    /// The free capacity of each topology-aware flavor whose Topology exists, by flavor.
+    pub topologies: Vec<(String, TopologyCapacity)>,
     /// Cohort objects.
     pub cohorts: Vec<model::Cohort>,
     /// ClusterQueues (inactive when they reference missing flavors or are being deleted).
@@ -213,12 +219,45 @@ impl Converted {
             .iter()
             .cloned()
             .fold(builder, |b, cq| b.cluster_queue(cq));
+        let builder = self
+            .topologies
+            .iter()
+            .fold(builder, |b, (flavor, capacity)| {
+                b.topology(flavor, capacity.clone())
+            });
         self.holders
             .iter()
             .map(|holder| holder.workload.clone())
             .fold(builder, |b, w| b.admitted(w))
             .build()
     }
+}
+
+/// The free capacity of every topology-aware flavor whose Topology exists, with
+/// topology-aware scheduling on.
+fn topology_capacities(
+    state: &ClusterState,
+    options: &ConversionOptions,
+) -> Vec<(String, TopologyCapacity)> {
+    if !options.topology_aware {
+        return Vec::new();
+    }
+    state
+        .resource_flavors
+        .iter()
+        .filter_map(|flavor| {
+            let name = flavor.spec.topology_name.as_ref()?;
+            let topology = state.topologies.iter().find(|t| t.name_any() == *name)?;
+            let levels: Vec<String> = topology
+                .spec
+                .levels
+                .iter()
+                .map(|level| level.node_label.clone())
+                .collect();
+            let capacity = from_api::topology_capacity(flavor, name, &levels, &state.nodes);
+            Some((flavor.name_any(), capacity))
+        })
+        .collect()
 }
 
 /// Workloads converted earlier, reused while neither the workload nor what its conversion
@@ -330,6 +369,7 @@ pub fn convert_cached(
         .collect();
 
     let mut converted = Converted {
+        topologies: topology_capacities(state, options),
         flavors: state
             .resource_flavors
             .iter()

@@ -412,3 +412,57 @@ fn a_stored_topology_assignment_is_expanded_domain_by_domain() {
         }
     );
 }
+
+#[test]
+fn topology_capacity_counts_the_ready_schedulable_nodes_of_the_flavor() {
+    let node = |name: &str, labels: Value, ready: &str, unschedulable: bool| {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"unschedulable": unschedulable},
+            "status": {
+                "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": ready}],
+            },
+        }))
+        .unwrap();
+        Arc::new(node)
+    };
+    let pool = |rack: &str| json!({"pool": "tas", "rack": rack});
+    let nodes = [
+        node("counted", pool("r1"), "True", false),
+        node("not-ready", pool("r1"), "False", false),
+        node("cordoned", pool("r1"), "True", true),
+        node(
+            "other-pool",
+            json!({"pool": "cpu", "rack": "r1"}),
+            "True",
+            false,
+        ),
+        node("no-rack", json!({"pool": "tas"}), "True", false),
+    ];
+    let flavor: api::ResourceFlavor = serde_json::from_value(json!({
+        "metadata": {"name": "tas"},
+        "spec": {"nodeLabels": {"pool": "tas"}, "topologyName": "racks"},
+    }))
+    .unwrap();
+    let capacity = topology_capacity(&flavor, "racks", &["rack".to_owned()], &nodes);
+    let request = |count| crate::quota::topology::PlacementRequest {
+        level: 0,
+        mode: PlacementMode::Required,
+        count,
+        per_pod: BTreeMap::from([("cpu".to_owned(), 1000)]),
+        slices: None,
+    };
+    // One node of 4 CPUs.
+    assert_eq!(
+        capacity.place(&request(4)).map(|placed| placed.domains),
+        Ok(vec![TopologyDomain {
+            values: vec!["r1".to_owned()],
+            count: 4,
+        }])
+    );
+    assert_eq!(
+        capacity.place(&request(5)),
+        Err(r#"topology "racks" allows to fit only 4 out of 5 pod(s)"#.to_owned())
+    );
+}

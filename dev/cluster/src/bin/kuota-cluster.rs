@@ -69,10 +69,10 @@ async fn up(args: &[String]) -> Result<(), kuota_cluster::Error> {
         if sample_dir.is_dir() {
             let status = plane
                 .kubectl()
-                .args(["apply", "--server-side", "-f"])
+                .args(["apply", "--server-side", "--recursive", "-f"])
                 .arg(&sample_dir)
                 .status()?;
-            eprintln!("applied manifests/samples/ ({status})");
+            eprintln!("applied manifests/samples/ and its subdirectories ({status})");
         }
     }
 

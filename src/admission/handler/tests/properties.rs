@@ -13,13 +13,22 @@ use crate::config::LoadOptions;
 use crate::testing::lookup::InMemoryLookup;
 use crate::webhook::review::parse_admission_review;
 
-/// The objects of `manifests/samples/`, each with its API version split into group and version.
+/// The objects of `manifests/samples/` and its subdirectories, each with its API version split
+/// into group and version.
 fn samples() -> Vec<Value> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/samples");
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .expect("manifests/samples")
-        .map(|entry| entry.expect("an entry").path())
-        .collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/samples");
+    let mut dirs = vec![root];
+    let mut paths = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).expect("manifests/samples") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                paths.push(path);
+            }
+        }
+    }
     paths.sort();
     let mut objects = Vec::new();
     for path in paths {

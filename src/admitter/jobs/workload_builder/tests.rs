@@ -684,3 +684,45 @@ fn a_partially_admitted_job_matches_its_admitted_count() {
     let infos = pod_set_infos(&workload, &flavors(), true).expect("infos");
     assert_eq!(infos[0].count, 3);
 }
+
+#[test]
+fn a_pod_set_placed_in_a_topology_is_gated_until_its_pods_get_their_domains() {
+    let job = JobBuilder::batch().build();
+    let mut workload = WorkloadBuilder::for_job(&BatchJob, &job).admitted().build();
+    let admission = workload
+        .status
+        .as_mut()
+        .and_then(|status| status.admission.as_mut())
+        .expect("admitted");
+    admission.pod_set_assignments[0].topology_assignment = Some(
+        crate::api::v1beta1::TopologyAssignment {
+            levels: vec!["kubernetes.io/hostname".to_string()],
+            domains: vec![crate::api::v1beta1::TopologyDomainAssignment {
+                values: vec!["node-1".to_string()],
+                count: 2,
+            }],
+        }
+        .into(),
+    );
+    let infos = pod_set_infos(&workload, &flavors(), false).expect("infos");
+    assert_eq!(
+        infos[0].labels,
+        BTreeMap::from([
+            ("kueue.x-k8s.io/podset".to_string(), "main".to_string()),
+            ("kueue.x-k8s.io/tas".to_string(), "true".to_string()),
+        ])
+    );
+    assert_eq!(
+        infos[0].annotations,
+        BTreeMap::from([(
+            "kueue.x-k8s.io/workload".to_string(),
+            workload.metadata.name.clone().expect("named")
+        )])
+    );
+    assert_eq!(
+        infos[0].scheduling_gates,
+        [k8s_openapi::api::core::v1::PodSchedulingGate {
+            name: "kueue.x-k8s.io/topology".to_string()
+        }]
+    );
+}
