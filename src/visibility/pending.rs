@@ -111,7 +111,7 @@ impl PendingLists {
             if let Some(list) = cluster_queues.get_mut(&pending.workload.cluster_queue) {
                 list.push(Entry {
                     object: Arc::clone(object),
-                    workload: pending.workload,
+                    workload: Arc::unwrap_or_clone(pending.workload),
                     local_queue: pending.local_queue,
                 });
             }

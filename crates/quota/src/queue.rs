@@ -3,9 +3,13 @@
 //! a memory of failed workload shapes so identical workloads are not evaluated again.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+// foldhash rather than SipHash: these maps are looked up for every pending workload in every
+// pass. It is seeded per process like SipHash, if less proof against crafted keys; the keys
+// are the names of objects the API server holds.
+use foldhash::HashMap;
 use jiff::Timestamp;
 
 use super::decision::PendingReason;
@@ -235,10 +239,18 @@ impl Queues {
     /// Whether a pending workload is parked as inadmissible (until something changes), rather
     /// than active or in backoff; false for a workload that is not pending.
     pub fn is_inadmissible(&self, key: &str) -> bool {
-        self.location
-            .get(key)
-            .and_then(|cq| self.queues.get(cq))
-            .is_some_and(|queue| queue.inadmissible.contains_key(key))
+        self.parked(key) == Some(true)
+    }
+
+    /// Whether a workload is parked (`Some(true)`) or active or in backoff (`Some(false)`);
+    /// `None` when it is not pending. One lookup where `contains` and `is_inadmissible` take two.
+    pub fn parked(&self, key: &str) -> Option<bool> {
+        let cq = self.location.get(key)?;
+        Some(
+            self.queues
+                .get(cq)
+                .is_some_and(|queue| queue.inadmissible.contains_key(key)),
+        )
     }
 
     /// The ClusterQueue a pending workload sits in (active, parked or in backoff).

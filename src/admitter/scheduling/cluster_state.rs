@@ -13,6 +13,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Weak};
 
+use foldhash::HashMapExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{LimitRange, Namespace, Node};
 use kube::ResourceExt;
@@ -118,8 +119,9 @@ pub struct Holder {
 /// A workload waiting in a ClusterQueue.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PendingWorkload {
-    /// The workload; `cluster_queue` is its LocalQueue's ClusterQueue.
-    pub workload: model::Workload,
+    /// The workload; `cluster_queue` is its LocalQueue's ClusterQueue. Shared with the
+    /// conversion cache: an unchanged workload costs no copy per pass.
+    pub workload: Arc<model::Workload>,
     /// The LocalQueue it was submitted to.
     pub local_queue: LocalQueueRef,
     /// Converted from the same object and inputs as in the previous pass.
@@ -268,7 +270,7 @@ fn topology_capacities(
 /// has replaced frees its PodSets at once rather than at the next pass.
 #[derive(Clone, Debug, Default)]
 pub struct WorkloadCache {
-    entries: HashMap<usize, CachedWorkload>,
+    entries: foldhash::HashMap<usize, CachedWorkload>,
 }
 
 #[derive(Clone, Debug)]
@@ -277,7 +279,7 @@ struct CachedWorkload {
     object: Weak<api::Workload>,
     key: String,
     context: u64,
-    workload: Result<model::Workload, QuantityError>,
+    workload: Result<Arc<model::Workload>, QuantityError>,
 }
 
 fn address(object: &Arc<api::Workload>) -> usize {
@@ -299,25 +301,32 @@ impl WorkloadCache {
     }
 
     /// The workload with PodSets, taken from the previous round's `cached` entry (`true`) or
-    /// converted now, moved into `next` for the round after.
+    /// converted now, moved into `next` for the round after. With `cluster_queue`, the entry
+    /// keeps the workload pointed at that ClusterQueue, so that the next round shares it as is.
     fn get(
         cached: Option<CachedWorkload>,
-        next: &mut HashMap<usize, CachedWorkload>,
+        next: &mut foldhash::HashMap<usize, CachedWorkload>,
         key: &str,
         object: &Arc<api::Workload>,
         context: &WorkloadContext<'_>,
-    ) -> (Result<model::Workload, QuantityError>, bool) {
+        cluster_queue: Option<&str>,
+    ) -> (Result<Arc<model::Workload>, QuantityError>, bool) {
         let reusable = cached.filter(|cached| {
             std::ptr::eq(cached.object.as_ptr(), Arc::as_ptr(object))
                 && cached.context == context.fingerprint
         });
         let reused = reusable.is_some();
-        let cached = reusable.unwrap_or_else(|| CachedWorkload {
+        let mut cached = reusable.unwrap_or_else(|| CachedWorkload {
             object: Arc::downgrade(object),
             key: key.to_owned(),
             context: context.fingerprint,
-            workload: from_api::workload(object, &context.inputs),
+            workload: from_api::workload(object, &context.inputs).map(Arc::new),
         });
+        if let (Some(cluster_queue), Ok(workload)) = (cluster_queue, cached.workload.as_mut())
+            && workload.cluster_queue != cluster_queue
+        {
+            Arc::make_mut(workload).cluster_queue = cluster_queue.to_owned();
+        }
         let workload = cached.workload.clone();
         next.insert(address(object), cached);
         (workload, reused)
@@ -400,9 +409,9 @@ pub fn convert_cached(
     };
 
     let no_labels = Arc::default();
-    let mut fingerprints: HashMap<String, u64> = HashMap::new();
+    let mut fingerprints: foldhash::HashMap<String, u64> = foldhash::HashMap::new();
     let mut previous = std::mem::take(&mut cache.entries);
-    let mut next_cache = HashMap::with_capacity(state.workloads.len());
+    let mut next_cache = foldhash::HashMap::with_capacity(state.workloads.len());
     for object in &state.workloads {
         let targeted = object.spec.is_active()
             && object
@@ -458,8 +467,9 @@ pub fn convert_cached(
             Placement::Ignored => {}
             Placement::HoldsQuota(admission) => {
                 let mut workload =
-                    WorkloadCache::get(cached, &mut next_cache, &key, object, &context)
+                    WorkloadCache::get(cached, &mut next_cache, &key, object, &context, None)
                         .0
+                        .map(Arc::unwrap_or_clone)
                         // Requests only matter while pending; the admission carries the usage.
                         .unwrap_or_else(|_| {
                             from_api::workload_without_pod_sets(object, &context.inputs)
@@ -504,10 +514,16 @@ pub fn convert_cached(
                     });
                     continue;
                 }
-                match WorkloadCache::get(cached, &mut next_cache, &key, object, &context) {
-                    (Ok(mut workload), unchanged) => {
-                        workload.cluster_queue =
-                            queue_object.spec.cluster_queue.clone().unwrap_or_default();
+                let cluster_queue = queue_object.spec.cluster_queue.as_deref();
+                match WorkloadCache::get(
+                    cached,
+                    &mut next_cache,
+                    &key,
+                    object,
+                    &context,
+                    Some(cluster_queue.unwrap_or_default()),
+                ) {
+                    (Ok(workload), unchanged) => {
                         converted.pending.push(PendingWorkload {
                             workload,
                             local_queue,

@@ -75,16 +75,15 @@ pub fn pending_by_local_queue(
 ) -> BTreeMap<LocalQueueRef, PendingCounts> {
     let mut pending: BTreeMap<LocalQueueRef, PendingCounts> = BTreeMap::new();
     for waiting in &converted.pending {
-        let key = waiting.workload.key.as_str();
-        if !queues.contains(key) {
+        let Some(parked) = queues.parked(&waiting.workload.key) else {
             continue;
-        }
+        };
         // Looked up before inserting: thousands wait in a few LocalQueues.
         let counts = match pending.get_mut(&waiting.local_queue) {
             Some(counts) => counts,
             None => pending.entry(waiting.local_queue.clone()).or_default(),
         };
-        if queues.is_inadmissible(key) {
+        if parked {
             counts.inadmissible += 1;
         } else {
             counts.active += 1;
@@ -228,7 +227,11 @@ mod tests {
     fn waiting(key: &str, local_queue: &str) -> PendingWorkload {
         let namespace = key.split_once('/').unwrap().0;
         PendingWorkload {
-            workload: crate::quota::model::Workload::new(key, "cq", jiff::Timestamp::UNIX_EPOCH),
+            workload: std::sync::Arc::new(crate::quota::model::Workload::new(
+                key,
+                "cq",
+                jiff::Timestamp::UNIX_EPOCH,
+            )),
             local_queue: LocalQueueRef::new(namespace, local_queue),
             unchanged: false,
         }
@@ -241,8 +244,8 @@ mod tests {
         let mut queues = Queues::new();
         let first = waiting("ns/first", "lq");
         let second = waiting("ns/second", "lq");
-        queues.push(first.workload.clone());
-        queues.push(second.workload.clone());
+        queues.push(first.workload.as_ref().clone());
+        queues.push(second.workload.as_ref().clone());
         let converted = Converted {
             pending: vec![first, second, waiting("ns/admitted", "lq")],
             unqueued: vec![Unqueued {

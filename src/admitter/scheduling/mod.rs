@@ -752,10 +752,10 @@ fn off_the_runtime<T>(pass: impl FnOnce() -> T) -> T {
 
 /// Lookups a cycle's decisions are applied with.
 struct CycleContext<'a> {
-    objects: &'a HashMap<String, Arc<api::Workload>>,
+    objects: &'a foldhash::HashMap<String, Arc<api::Workload>>,
     cluster_queues: HashMap<String, &'a api::ClusterQueue>,
-    pending: HashMap<&'a str, &'a PendingWorkload>,
-    holders: HashMap<&'a str, &'a model::Workload>,
+    pending: foldhash::HashMap<&'a str, &'a PendingWorkload>,
+    holders: foldhash::HashMap<&'a str, &'a model::Workload>,
     now: Timestamp,
 }
 

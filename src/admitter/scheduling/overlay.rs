@@ -2,7 +2,7 @@
 //! eviction being written marks its victim, until the store shows the write or it fails, so the
 //! next cycle never admits past quota however far the watch lags.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -101,7 +101,7 @@ impl Overlay {
 
     /// Drops the entries the store reflects (or that no longer matter: the workload is gone,
     /// was recreated or finished).
-    pub fn reconcile(&mut self, workloads: &HashMap<String, Arc<api::Workload>>) {
+    pub fn reconcile(&mut self, workloads: &foldhash::HashMap<String, Arc<api::Workload>>) {
         let current = |key: &str, uid: &str| {
             workloads
                 .get(key)
@@ -132,7 +132,7 @@ impl Overlay {
             for pending in std::mem::take(&mut converted.pending) {
                 match self.admissions.get(&pending.workload.key) {
                     Some(entry) => {
-                        let mut workload = pending.workload;
+                        let mut workload = Arc::unwrap_or_clone(pending.workload);
                         workload.cluster_queue = entry.admission.cluster_queue.clone();
                         workload.admission = Some(entry.admission.clone());
                         workload.quota_reserved_at = Some(entry.decided_at);

@@ -3,9 +3,9 @@
 //! detection and the retry backoff from one pass to the next. The loop in [`super`] runs it and
 //! dispatches the decisions; tests run it without an API server.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use foldhash::HashSetExt;
 use jiff::Timestamp;
 
 use super::cluster_state::{ClusterState, Converted, WorkloadCache, convert_cached};
@@ -15,12 +15,13 @@ use super::requeue::{Observed, Requeue};
 use crate::api::constants::condition;
 use crate::api::v1beta2 as api;
 use crate::quota::from_api::ConversionOptions;
+use crate::quota::model;
 use crate::quota::{Decision, Queues, RequeueScope, SchedulerConfig, Snapshot, cycle};
 
 /// What one pass decided, with what it decided on.
 pub struct Plan {
     /// The Workload objects of the pass that are not finished, by key.
-    pub objects: HashMap<String, Arc<api::Workload>>,
+    pub objects: foldhash::HashMap<String, Arc<api::Workload>>,
     /// The cluster converted to the model, with the overlay applied.
     pub converted: Converted,
     /// The snapshot the cycle ran on.
@@ -73,7 +74,7 @@ impl Planner {
     pub fn plan(&mut self, state: &ClusterState, now: Timestamp) -> Plan {
         // Finished workloads hold nothing and wait for nothing: neither the overlay nor the
         // decisions look them up.
-        let objects: HashMap<String, Arc<api::Workload>> = state
+        let objects: foldhash::HashMap<String, Arc<api::Workload>> = state
             .workloads
             .iter()
             .filter(|workload| !workload.is_condition_true(condition::FINISHED))
@@ -95,7 +96,7 @@ impl Planner {
         }
         self.observed = observed;
 
-        let mut pending_keys = HashSet::with_capacity(converted.pending.len());
+        let mut pending_keys = foldhash::HashSet::with_capacity(converted.pending.len());
         for pending in &converted.pending {
             let key = pending.workload.key.as_str();
             if self.backoff.is_waiting(key, now) {
@@ -108,7 +109,7 @@ impl Planner {
                 && self.queues.cluster_queue_of(key)
                     == Some(pending.workload.cluster_queue.as_str());
             if !in_place {
-                self.queues.push(pending.workload.clone());
+                self.queues.push(model::Workload::clone(&pending.workload));
             }
         }
         // Deleted, admitted elsewhere, moved to a stopped LocalQueue, or waiting out a backoff.

@@ -170,7 +170,7 @@ fn overlay_entries_end_when_the_store_shows_the_write() {
     for (name, object, written, gone) in cases {
         let mut overlay = Overlay::default();
         entry(&mut overlay, written);
-        let mut objects = HashMap::new();
+        let mut objects = foldhash::HashMap::default();
         let mut object = object;
         // "recreated": same key, another UID.
         object.metadata.name = Some("wl".to_owned());
@@ -181,13 +181,15 @@ fn overlay_entries_end_when_the_store_shows_the_write() {
 
     let mut overlay = Overlay::default();
     entry(&mut overlay, None);
-    overlay.reconcile(&HashMap::new());
+    overlay.reconcile(&foldhash::HashMap::default());
     assert!(overlay.is_empty(), "deleted workloads leave the overlay");
 
     let mut overlay = Overlay::default();
     overlay.evict("ns/wl", "uid-wl");
     let holding = workload("ns", "wl").reserved("cq", json!([])).build();
-    let mut objects = HashMap::from([("ns/wl".to_owned(), Arc::new(holding))]);
+    let mut objects: foldhash::HashMap<_, _> = [("ns/wl".to_owned(), Arc::new(holding))]
+        .into_iter()
+        .collect();
     overlay.reconcile(&objects);
     assert!(!overlay.is_empty(), "eviction not shown yet");
     objects.insert(

@@ -93,7 +93,7 @@ fn pending_workload_becomes_the_model_with_limit_range_defaults() {
     assert_eq!(
         converted.pending,
         vec![PendingWorkload {
-            workload: want.clone(),
+            workload: Arc::new(want.clone()),
             local_queue: LocalQueueRef::new("team-a", "lq"),
             unchanged: false,
         }]
@@ -230,7 +230,13 @@ fn workloads_are_sorted_into_holders_pending_and_unqueued() {
         workloads.into_iter().map(|w| w.key.clone()).collect()
     };
     assert_eq!(
-        keys(converted.pending.iter().map(|p| &p.workload).collect()),
+        keys(
+            converted
+                .pending
+                .iter()
+                .map(|p| p.workload.as_ref())
+                .collect()
+        ),
         vec!["team-a/pending"]
     );
     assert_eq!(
