@@ -514,14 +514,18 @@ pub fn convert_cached(
                     });
                     continue;
                 }
-                let cluster_queue = queue_object.spec.cluster_queue.as_deref();
+                let cluster_queue = queue_object
+                    .spec
+                    .cluster_queue
+                    .as_deref()
+                    .unwrap_or_default();
                 match WorkloadCache::get(
                     cached,
                     &mut next_cache,
                     &key,
                     object,
                     &context,
-                    Some(cluster_queue.unwrap_or_default()),
+                    Some(cluster_queue),
                 ) {
                     (Ok(workload), unchanged) => {
                         converted.pending.push(PendingWorkload {

@@ -631,6 +631,10 @@ fn cached_conversions_follow_what_they_read() {
     assert!(!unchanged(&first));
     let mut again = convert_cached(&state, &options, &mut cache);
     assert!(unchanged(&again), "reused");
+    assert!(
+        Arc::ptr_eq(&first.pending[0].workload, &again.pending[0].workload),
+        "an unchanged workload is shared with the cache, not copied"
+    );
     again.pending[0].unchanged = false;
     assert_eq!(again, first);
 
@@ -663,4 +667,12 @@ fn cached_conversions_follow_what_they_read() {
     state.local_queues = vec![Arc::new(local_queue("team-a", "lq", "elsewhere"))];
     let moved = convert_cached(&state, &options, &mut cache);
     assert_eq!(moved.pending[0].workload.cluster_queue, "elsewhere");
+    let after_the_move = convert_cached(&state, &options, &mut cache);
+    assert!(
+        Arc::ptr_eq(
+            &moved.pending[0].workload,
+            &after_the_move.pending[0].workload
+        ),
+        "the cache keeps the workload pointed at its new ClusterQueue"
+    );
 }
