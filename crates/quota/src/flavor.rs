@@ -356,6 +356,9 @@ pub(super) fn assign(
         no_fit_reason: None,
     };
 
+    // Topology places taken by this workload's earlier PodSets: a later PodSet in the same
+    // flavor is placed around them.
+    let mut placed: Vec<EarlierPlacement<'_>> = Vec::new();
     for (index, pod_set) in workload.pod_sets.iter().enumerate() {
         let count = counts
             .and_then(|counts| counts.get(index).copied())
@@ -396,6 +399,7 @@ pub(super) fn assign(
                 spec: &spec,
                 pod_set,
                 requests: &requests,
+                earlier: &placed,
             };
             let (flavors, reasons) =
                 search.find(snapshot, resource, &assignment.usage, &mut result);
@@ -407,6 +411,17 @@ pub(super) fn assign(
             }
             result.flavors.extend(flavors);
             result.reasons.extend(reasons);
+        }
+        let topology_flavor = result
+            .flavors
+            .values()
+            .find(|choice| snapshot.topologies.contains_key(&choice.flavor));
+        if let (Some(choice), Some(topology)) = (topology_flavor, &result.topology) {
+            placed.push(EarlierPlacement {
+                flavor: choice.flavor.clone(),
+                assignment: topology.clone(),
+                per_pod: &pod_set.requests,
+            });
         }
         assignment.append(result);
         if failed {
@@ -430,6 +445,13 @@ pub(super) fn group_of<'a>(
     })
 }
 
+/// Where an earlier PodSet of the workload was placed in a topology-aware flavor.
+struct EarlierPlacement<'a> {
+    flavor: String,
+    assignment: TopologyAssignment,
+    per_pod: &'a BTreeMap<String, Quantity>,
+}
+
 /// Context of the flavor search for one PodSet.
 struct FlavorSearch<'a> {
     workload: &'a Workload,
@@ -437,6 +459,7 @@ struct FlavorSearch<'a> {
     spec: &'a ClusterQueue,
     pod_set: &'a PodSet,
     requests: &'a BTreeMap<String, Quantity>,
+    earlier: &'a [EarlierPlacement<'a>],
 }
 
 impl FlavorSearch<'_> {
@@ -562,7 +585,23 @@ impl FlavorSearch<'_> {
         flavor: &str,
         count: i32,
     ) -> Option<Result<TopologyAssignment, String>> {
-        let capacity = snapshot.topologies.get(flavor)?;
+        let free = snapshot.topologies.get(flavor)?;
+        let mut earlier = self
+            .earlier
+            .iter()
+            .filter(|placement| placement.flavor == flavor)
+            .peekable();
+        let left_by_earlier;
+        let capacity = if earlier.peek().is_none() {
+            free
+        } else {
+            let mut left = free.clone();
+            for placement in earlier {
+                left.take(&placement.assignment, placement.per_pod);
+            }
+            left_by_earlier = left;
+            &left_by_earlier
+        };
         let levels = &capacity.levels;
         let position = |level: &str| levels.iter().position(|known| known == level);
         let lowest = levels.len().checked_sub(1)?;

@@ -549,3 +549,43 @@ fn topology_capacity_places_pods_and_is_used_up_within_the_cycle() {
         },
     ]);
 }
+
+#[test]
+fn a_workloads_later_pod_set_is_placed_around_its_earlier_ones() {
+    // Two PodSets of three pods, each required in a rack: the first takes the tightest rack
+    // (r2, room for 3); the second must not be placed there again.
+    let rack = |name: &str| PodSet {
+        topology: Some(TopologyRequest {
+            level: TopologyLevel::Named("rack".to_owned()),
+            mode: PlacementMode::Required,
+            slice_levels: Vec::new(),
+            slice_size: None,
+        }),
+        ..pod_set(name, 3).req("cpu", 1)
+    };
+    let mut want = admit(
+        "a",
+        "cq",
+        &[
+            ("first", &[("cpu", "tas", 3)], 3),
+            ("second", &[("cpu", "tas", 3)], 3),
+        ],
+    );
+    if let Decision::Admit { admission, .. } = &mut want {
+        for (assignment, rack) in admission.pod_set_assignments.iter_mut().zip(["r2", "r1"]) {
+            assignment.topology = Some(TopologyAssignment {
+                levels: vec!["block".to_owned(), "rack".to_owned()],
+                domains: vec![TopologyDomain {
+                    values: vec!["b1".to_owned(), rack.to_owned()],
+                    count: 3,
+                }],
+            });
+        }
+    }
+    run(vec![Scenario {
+        name: "two PodSets, two racks",
+        snapshot: placing_snapshot(vec![cq_flavors("cq", &[("tas", 20)])], Vec::new()),
+        pending: vec![wl("a", "cq", 1, 1).pod_sets(vec![rack("first"), rack("second")])],
+        want: vec![want],
+    }]);
+}
