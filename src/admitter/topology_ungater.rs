@@ -136,7 +136,7 @@ async fn reconcile(pod: Arc<Pod>, context: Arc<Context>) -> Result<Action, Error
         .stores
         .workloads
         .get(&ObjectRef::<Workload>::new(&workload_name).within(&namespace));
-    let Some((assignment, index_label)) = workload
+    let Some((assignment, ranking)) = workload
         .as_deref()
         .and_then(|workload| assignment_of(workload, &pod_set))
     else {
@@ -171,10 +171,8 @@ async fn reconcile(pod: Arc<Pod>, context: Arc<Context>) -> Result<Action, Error
                 PodView {
                     name: sibling.metadata.name.as_deref().unwrap_or_default(),
                     gated: is_gated(sibling) && given.is_none(),
-                    index: index_label
-                        .as_deref()
-                        .and_then(|label| sibling.labels().get(label))
-                        .and_then(|value| value.parse().ok()),
+                    index: label_number(sibling, ranking.index_label.as_deref()),
+                    sub_group: label_number(sibling, ranking.sub_group_index_label.as_deref()),
                     node_selector: given.unwrap_or_else(|| {
                         sibling
                             .spec
@@ -185,7 +183,7 @@ async fn reconcile(pod: Arc<Pod>, context: Arc<Context>) -> Result<Action, Error
                 }
             })
             .collect();
-        plan::ungate(&assignment, &views)
+        plan::ungate(&assignment, &views, ranking.sub_group_count)
     };
 
     let pods: Api<Pod> = Api::namespaced(context.client.clone(), &namespace);
@@ -226,12 +224,20 @@ fn forget(context: &Context, uid: &str) {
     }
 }
 
-/// The PodSet's topology assignment, with its domains listed one by one, and the PodSet's pod
-/// index label; `None` while the Workload holds no such assignment.
+/// The labels that rank a PodSet's pods, from its topology request.
+#[derive(Default)]
+struct Ranking {
+    index_label: Option<String>,
+    sub_group_index_label: Option<String>,
+    sub_group_count: Option<i64>,
+}
+
+/// The PodSet's topology assignment, with its domains listed one by one, and how its pods are
+/// ranked; `None` while the Workload holds no such assignment.
 fn assignment_of(
     workload: &Workload,
     pod_set: &str,
-) -> Option<(v1beta1::TopologyAssignment, Option<String>)> {
+) -> Option<(v1beta1::TopologyAssignment, Ranking)> {
     let assignment = workload
         .status
         .as_ref()?
@@ -242,14 +248,28 @@ fn assignment_of(
         .find(|assignment| assignment.name == pod_set)?
         .topology_assignment
         .clone()?;
-    let index_label = workload
+    let ranking = workload
         .spec
         .pod_sets
         .iter()
         .find(|candidate| candidate.name == pod_set)
         .and_then(|candidate| candidate.topology_request.as_ref())
-        .and_then(|request| request.pod_index_label.clone());
-    Some((assignment.into(), index_label))
+        .map(|request| Ranking {
+            index_label: request.pod_index_label.clone(),
+            sub_group_index_label: request.sub_group_index_label.clone(),
+            sub_group_count: request
+                .sub_group_index_label
+                .as_ref()
+                .and(request.sub_group_count)
+                .map(i64::from),
+        })
+        .unwrap_or_default();
+    Some((assignment.into(), ranking))
+}
+
+/// The number a pod's `label` holds, if it has the label and the value is one.
+fn label_number(pod: &Pod, label: Option<&str>) -> Option<i64> {
+    pod.labels().get(label?)?.parse().ok()
 }
 
 /// The pod without the topology gate, its domain's labels added to its nodeSelector.

@@ -13,6 +13,9 @@ pub struct PodView<'a> {
     pub gated: bool,
     /// The pod's value of the PodSet's pod index label, when it has a readable one.
     pub index: Option<i64>,
+    /// The pod's value of the PodSet's sub-group index label (which copy of a replicated Job
+    /// it belongs to, say), when the PodSet has one and the pod a readable value.
+    pub sub_group: Option<i64>,
     /// The pod's nodeSelector: for an ungated pod, it names the domain the pod took.
     pub node_selector: &'a BTreeMap<String, String>,
 }
@@ -26,12 +29,18 @@ pub struct Ungate {
 
 /// The domain of every gated pod that can have one now, by pod name.
 ///
-/// Pods already let go take their domain's places first. When every pod has a distinct index
-/// below the assignment's pod count, a pod's index says its domain (pods of neighbouring
-/// indices share a domain, as Kueue ranks them, which keeps collective neighbours close);
-/// otherwise gated pods fill the domains with places left in order, by name. A pod without a
-/// place (more pods than the assignment counts) stays gated.
-pub fn ungate(assignment: &TopologyAssignment, pods: &[PodView<'_>]) -> Vec<Ungate> {
+/// Pods already let go take their domain's places first. A pod's rank is its index, or, for a
+/// PodSet made of `sub_groups` equal copies whose pods repeat the same indexes (a JobSet's
+/// replicated Job with several replicas), its copy's number times the pods per copy plus its
+/// index. When every pod has a distinct rank below the assignment's pod count, a pod's rank
+/// says its domain (pods of neighbouring ranks share a domain, as Kueue ranks them, which keeps
+/// collective neighbours close); otherwise gated pods fill the domains with places left in
+/// order, by name. A pod without a place (more pods than the assignment counts) stays gated.
+pub fn ungate(
+    assignment: &TopologyAssignment,
+    pods: &[PodView<'_>],
+    sub_groups: Option<i64>,
+) -> Vec<Ungate> {
     let selectors: Vec<BTreeMap<String, String>> = assignment
         .domains
         .iter()
@@ -53,7 +62,18 @@ pub fn ungate(assignment: &TopologyAssignment, pods: &[PodView<'_>]) -> Vec<Unga
     let mut gated: Vec<&PodView<'_>> = pods.iter().filter(|pod| pod.gated).collect();
     gated.sort_by_key(|pod| pod.name);
 
-    if indexes_are_ranks(pods, total) {
+    let per_group = sub_groups
+        .filter(|groups| *groups > 0 && total % groups == 0)
+        .map(|groups| total / groups);
+    let rank = |pod: &PodView<'_>| match sub_groups {
+        None => pod.index,
+        Some(_) => {
+            let (size, group, index) = (per_group?, pod.sub_group?, pod.index?);
+            ((0..size).contains(&index) && group >= 0).then_some(group * size + index)
+        }
+    };
+
+    if ranks_are_distinct(pods.iter().map(rank), total) {
         let mut ends = Vec::with_capacity(assignment.domains.len());
         let mut end = 0;
         for domain in &assignment.domains {
@@ -63,8 +83,8 @@ pub fn ungate(assignment: &TopologyAssignment, pods: &[PodView<'_>]) -> Vec<Unga
         return gated
             .into_iter()
             .filter_map(|pod| {
-                let index = pod.index?;
-                let domain = ends.iter().position(|end| index < *end)?;
+                let rank = rank(pod)?;
+                let domain = ends.iter().position(|end| rank < *end)?;
                 Some(Ungate {
                     pod: pod.name.to_string(),
                     node_selector: selectors[domain].clone(),
@@ -101,13 +121,10 @@ pub fn ungate(assignment: &TopologyAssignment, pods: &[PodView<'_>]) -> Vec<Unga
     ungated
 }
 
-/// Whether every pod has an index of its own below `total`, so that indexes can say domains.
-fn indexes_are_ranks(pods: &[PodView<'_>], total: i64) -> bool {
+/// Whether every pod has a rank of its own below `total`, so that ranks can say domains.
+fn ranks_are_distinct(mut ranks: impl Iterator<Item = Option<i64>>, total: i64) -> bool {
     let mut seen = std::collections::BTreeSet::new();
-    pods.iter().all(|pod| {
-        pod.index
-            .is_some_and(|index| (0..total).contains(&index) && seen.insert(index))
-    })
+    ranks.all(|rank| rank.is_some_and(|rank| (0..total).contains(&rank) && seen.insert(rank)))
 }
 
 #[cfg(test)]

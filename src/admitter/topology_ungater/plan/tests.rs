@@ -30,6 +30,7 @@ fn gated<'a>(name: &'a str, index: Option<i64>, none: &'a BTreeMap<String, Strin
         name,
         gated: true,
         index,
+        sub_group: None,
         node_selector: none,
     }
 }
@@ -51,7 +52,7 @@ fn indexed_pods_take_the_domain_their_rank_falls_in() {
         gated("job-1", Some(1), &none),
     ];
     assert_eq!(
-        ungate(&on_hosts(&[("a", 2), ("b", 2)]), &pods),
+        ungate(&on_hosts(&[("a", 2), ("b", 2)]), &pods, None),
         [
             to("job-0", "a"),
             to("job-1", "a"),
@@ -70,18 +71,20 @@ fn a_recreated_indexed_pod_goes_back_to_its_ranks_domain() {
             name: "job-0",
             gated: false,
             index: Some(0),
+            sub_group: None,
             node_selector: &a,
         },
         PodView {
             name: "job-2",
             gated: false,
             index: Some(2),
+            sub_group: None,
             node_selector: &b,
         },
         gated("job-1-again", Some(1), &none),
     ];
     assert_eq!(
-        ungate(&on_hosts(&[("a", 2), ("b", 1)]), &pods),
+        ungate(&on_hosts(&[("a", 2), ("b", 1)]), &pods, None),
         [to("job-1-again", "a")]
     );
 }
@@ -96,6 +99,7 @@ fn pods_without_indexes_fill_the_places_left_in_order() {
             name: "p-a",
             gated: false,
             index: None,
+            sub_group: None,
             node_selector: &a,
         },
         gated("p-b", None, &none),
@@ -104,7 +108,7 @@ fn pods_without_indexes_fill_the_places_left_in_order() {
     ];
     // `a` has one place left, `b` two; the fourth gated pod has none and waits.
     assert_eq!(
-        ungate(&on_hosts(&[("a", 2), ("b", 2)]), &pods),
+        ungate(&on_hosts(&[("a", 2), ("b", 2)]), &pods, None),
         [to("p-b", "a"), to("p-c", "b"), to("p-d", "b")]
     );
 }
@@ -114,12 +118,12 @@ fn indexes_that_repeat_or_overflow_are_not_ranks() {
     let none = BTreeMap::new();
     let twice = [gated("x", Some(0), &none), gated("y", Some(0), &none)];
     assert_eq!(
-        ungate(&on_hosts(&[("a", 1), ("b", 1)]), &twice),
+        ungate(&on_hosts(&[("a", 1), ("b", 1)]), &twice, None),
         [to("x", "a"), to("y", "b")]
     );
     let beyond = [gated("x", Some(5), &none), gated("y", Some(0), &none)];
     assert_eq!(
-        ungate(&on_hosts(&[("a", 1), ("b", 1)]), &beyond),
+        ungate(&on_hosts(&[("a", 1), ("b", 1)]), &beyond, None),
         [to("x", "a"), to("y", "b")]
     );
 }
@@ -135,7 +139,7 @@ fn every_level_of_the_domain_joins_the_node_selector() {
         }],
     };
     assert_eq!(
-        ungate(&assignment, &[gated("p", None, &none)]),
+        ungate(&assignment, &[gated("p", None, &none)], None),
         [Ungate {
             pod: "p".to_string(),
             node_selector: BTreeMap::from([
@@ -143,5 +147,42 @@ fn every_level_of_the_domain_joins_the_node_selector() {
                 ("rack".to_string(), "r2".to_string()),
             ]),
         }]
+    );
+}
+
+#[test]
+fn copies_repeating_indexes_are_ranked_by_copy_then_index() {
+    let none = BTreeMap::new();
+    // Two copies of a 2-pod Job, both holding indexes 0 and 1; names in the reverse order of
+    // ranks.
+    let pod = |name, sub_group, index| PodView {
+        sub_group: Some(sub_group),
+        ..gated(name, Some(index), &none)
+    };
+    let pods = [
+        pod("pod-a", 1, 1),
+        pod("pod-d", 0, 0),
+        pod("pod-b", 1, 0),
+        pod("pod-c", 0, 1),
+    ];
+    let assignment = on_hosts(&[("x", 1), ("y", 2), ("z", 1)]);
+    assert_eq!(
+        ungate(&assignment, &pods, Some(2)),
+        [
+            to("pod-a", "z"),
+            to("pod-b", "y"),
+            to("pod-c", "y"),
+            to("pod-d", "x"),
+        ]
+    );
+    // Without the copies' count the indexes repeat, so they rank nothing: name order.
+    assert_eq!(
+        ungate(&assignment, &pods, None),
+        [
+            to("pod-a", "x"),
+            to("pod-b", "y"),
+            to("pod-c", "y"),
+            to("pod-d", "z"),
+        ]
     );
 }
