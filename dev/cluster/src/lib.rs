@@ -463,6 +463,49 @@ impl ControlPlane {
         kubectl_command(&self.bin, &self.kubeconfig)
     }
 
+    /// Creates more kwok nodes than [`NODES`] and waits until every node is Ready.
+    pub async fn add_nodes(&self, nodes: &[FakeNode]) -> Result<(), Error> {
+        let client = self.client().await?;
+        create_nodes(&client, nodes).await?;
+        let api: Api<Node> = Api::all(client);
+        let wanted: Vec<&str> = nodes.iter().map(|node| node.name).collect();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let list = api.list(&Default::default()).await?;
+            let ready = list
+                .items
+                .iter()
+                .filter(|node| wanted.contains(&node.metadata.name.as_deref().unwrap_or_default()))
+                .filter(|node| node_is_ready(node))
+                .count();
+            if ready == wanted.len() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(Error::NotReady {
+                    component: format!("kwok nodes {wanted:?}"),
+                    seconds: 60,
+                    log: String::new(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Starts `program args...` as one more component of this control plane (a third-party
+    /// controller, say), stopped with it; returns the path of its log.
+    pub fn run_component(
+        &self,
+        name: &str,
+        program: &Path,
+        args: &[String],
+    ) -> Result<PathBuf, Error> {
+        let log = self.dir.join(format!("{name}.log"));
+        let child = process::Supervised::spawn(name, program, args, &log)?;
+        self.lock_components().push(child);
+        Ok(log)
+    }
+
     /// Server-side applies CRDs and waits until each is Established.
     pub async fn install_crds(&self, crds: &[CustomResourceDefinition]) -> Result<(), Error> {
         let client = self.client().await?;
