@@ -298,9 +298,14 @@ fn render(
         scenario.name
     ));
     out.push_str(&format!(
-        "`cargo bench --bench kueue_runner{}`: Kueue {}'s runner, unchanged, against each admitter on a fresh envtest control plane (etcd and kube-apiserver built by `dev/cluster/build.sh`); Kueue's side is its minimalkueue (no webhooks), Kuota's is `kuota serve` {}. {} run{} each, {}; measured {} on {} cores, {} GiB. With several runs a cell reads min / median / max.\n\n",
+        "`cargo bench --bench kueue_runner{}`: Kueue {}'s runner, unchanged, against each admitter on a fresh envtest control plane (etcd and kube-apiserver built by `dev/cluster/build.sh`); Kueue's side is its minimalkueue (no webhooks{}), Kuota's is `kuota serve` {}. {} run{} each, {}; measured {} on {} cores, {} GiB. With several runs a cell reads min / median / max.\n\n",
         bench_flags(&scenario.name, options.kuota_webhooks),
         tools.kueue_version,
+        if scenario.uses_topology() {
+            "; `--enableTAS`, as Kueue's own TAS target runs it"
+        } else {
+            ""
+        },
         if options.kuota_webhooks {
             "with its admission webhooks registered: every Workload create and status write also passes through them"
         } else {

@@ -139,6 +139,14 @@ impl Scenario {
             timeout,
         }
     }
+
+    /// Whether the generator lays out a node topology (Kueue's `tas` config): the runner then
+    /// creates the nodes, and Kueue's side needs its TAS controllers (`--enableTAS`); Kuota's
+    /// are on by default.
+    pub fn uses_topology(&self) -> bool {
+        fs::read_to_string(&self.generator)
+            .is_ok_and(|text| text.lines().any(|line| line.starts_with("topology:")))
+    }
 }
 
 /// The runner's `summary.yaml`.
@@ -344,6 +352,9 @@ pub fn run(
         "--minimalKueue".to_owned(),
         program.display().to_string(),
     ];
+    if scenario.uses_topology() {
+        args.push("--enableTAS=true".to_owned());
+    }
     args.push(format!("--timeout={}s", scenario.timeout.as_secs()));
     // Under a watchdog: if this process dies, the runner is stopped and stops envtest.
     let log = dir.join("runner.log");
