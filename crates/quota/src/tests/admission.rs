@@ -1,7 +1,9 @@
 //! Flavor assignment: fit, flavor order, node labels, taints, `pods`, PodSets, messages.
 
 use super::super::model::*;
-use super::super::{Decision, PendingReason, SchedulerConfig, Snapshot, SnapshotBuilder};
+use super::super::{
+    Decision, PendingReason, PreemptionReason, SchedulerConfig, Snapshot, SnapshotBuilder,
+};
 use super::builders::*;
 use super::{Scenario, builder, run, snapshot};
 
@@ -587,5 +589,46 @@ fn a_workloads_later_pod_set_is_placed_around_its_earlier_ones() {
         snapshot: placing_snapshot(vec![cq_flavors("cq", &[("tas", 20)])], Vec::new()),
         pending: vec![wl("a", "cq", 1, 1).pod_sets(vec![rack("first"), rack("second")])],
         want: vec![want],
+    }]);
+}
+
+#[test]
+fn a_topology_request_preempts_lower_priority_workloads_for_quota() {
+    // Placement waits for the victims to be gone; the decision to preempt does not.
+    let queue = cq_flavors("cq", &[("tas", 4)]).within(PreemptionPolicy::LowerPriority);
+    let low = wl("low", "cq", 0, 4).admitted_in("cq", "tas", 1);
+    run(vec![Scenario {
+        name: "quota held by a lower priority workload",
+        snapshot: placing_snapshot(vec![queue], vec![low]),
+        pending: vec![one_rack("high", 5, 3).priority(10)],
+        want: vec![preempt(
+            "high",
+            vec![victim(
+                "low",
+                "cq",
+                PreemptionReason::InClusterQueue,
+                "high",
+                ("/cq", "/cq"),
+            )],
+            &main_msg(
+                "insufficient unused quota for cpu in flavor tas, 3 more needed. Pending the preemption of 1 workload(s)",
+            ),
+        )],
+    }]);
+}
+
+#[test]
+fn a_topology_request_borrows_from_the_cohort() {
+    run(vec![Scenario {
+        name: "three pods on a nominal quota of one",
+        snapshot: placing_snapshot(
+            vec![
+                cq_flavors("cq", &[("tas", 1)]).cohort("all"),
+                cq_flavors("lender", &[("tas", 10)]).cohort("all"),
+            ],
+            Vec::new(),
+        ),
+        pending: vec![one_rack("a", 1, 3)],
+        want: vec![admit_in_racks("a", &[("r2", 3)])],
     }]);
 }
