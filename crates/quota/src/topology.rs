@@ -10,7 +10,8 @@
 //! unconstrained ones (smallest domains first).
 
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
 
 use crate::model::{PODS_RESOURCE, Quantity};
 
@@ -18,7 +19,7 @@ use crate::model::{PODS_RESOURCE, Quantity};
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
 /// Free capacity in a TAS flavor's Topology, per lowest-level domain.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct TopologyCapacity {
     /// The Topology's name (it appears in Kueue's messages).
     pub topology: String,
@@ -26,6 +27,34 @@ pub struct TopologyCapacity {
     pub levels: Vec<String>,
     /// What is free in each lowest-level domain, by the domain's value of every level.
     leaves: BTreeMap<Vec<String>, BTreeMap<String, Quantity>>,
+    /// The domains' shape, worked out on first use and shared by clones: taking capacity off
+    /// leaves it as it is, so a scheduling pass places every PodSet on one shape.
+    shape: Arc<OnceLock<Shape>>,
+}
+
+impl PartialEq for TopologyCapacity {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.topology, &self.levels, &self.leaves)
+            == (&other.topology, &other.levels, &other.leaves)
+    }
+}
+
+impl Eq for TopologyCapacity {}
+
+/// The domains of every level, highest first, each with its values and its children one level
+/// down; the lowest level's domains are the leaves, in order.
+#[derive(Debug, Default)]
+struct Shape {
+    levels: Vec<Vec<ShapeDomain>>,
+    /// Lowest-level domain by its value of the lowest level (the first such, in order):
+    /// how an assignment given by hostname alone names it.
+    by_last_value: HashMap<String, usize>,
+}
+
+#[derive(Debug)]
+struct ShapeDomain {
+    values: Vec<String>,
+    children: Vec<usize>,
 }
 
 /// How strictly the pods of a PodSet must stay together.
@@ -95,23 +124,23 @@ enum Fill {
 /// at and above the slice level, pods below it), how many pods, and its children one level
 /// down.
 #[derive(Debug)]
-struct Domain {
-    values: Vec<String>,
+struct Domain<'a> {
+    values: &'a [String],
     units: i64,
     pods: i64,
-    children: Vec<usize>,
+    children: &'a [usize],
 }
 
-impl Domain {
+impl Domain<'_> {
     /// The order of domains taking the same number of units: the fuller first (less room
     /// left over), then by values for determinism.
     fn tie_break(&self) -> (i64, &[String]) {
-        (self.pods, &self.values)
+        (self.pods, self.values)
     }
 }
 
 /// Domains per level, highest first.
-type Tree = Vec<Vec<Domain>>;
+type Tree<'a> = Vec<Vec<Domain<'a>>>;
 
 /// Kueue's exclusion statistics: how many lowest-level domains there are and, of those that
 /// take no pod, how many for want of each resource.
@@ -128,6 +157,7 @@ impl TopologyCapacity {
             topology: topology.to_owned(),
             levels,
             leaves: BTreeMap::new(),
+            shape: Arc::default(),
         }
     }
 
@@ -136,6 +166,9 @@ impl TopologyCapacity {
     pub fn add_node(&mut self, values: Vec<String>, free: &BTreeMap<String, Quantity>) {
         if values.len() != self.levels.len() || self.levels.is_empty() {
             return;
+        }
+        if !self.leaves.contains_key(&values) {
+            self.shape = Arc::default();
         }
         let leaf = self.leaves.entry(values).or_default();
         for (resource, quantity) in free {
@@ -147,12 +180,17 @@ impl TopologyCapacity {
     /// Takes what `assignment` places, `per_pod` for each pod, off the free capacity.
     pub fn take(&mut self, assignment: &TopologyAssignment, per_pod: &BTreeMap<String, Quantity>) {
         let by_hostname = assignment.levels.len() == 1 && self.levels.len() > 1;
+        let shape = Arc::clone(&self.shape);
+        let shape = shape.get_or_init(|| self.work_out_shape());
         for domain in &assignment.domains {
             let leaf = if by_hostname {
-                self.leaves
-                    .iter_mut()
-                    .find(|(values, _)| values.last() == domain.values.first())
-                    .map(|(_, free)| free)
+                let lowest = shape.levels.last();
+                domain
+                    .values
+                    .first()
+                    .and_then(|value| shape.by_last_value.get(value))
+                    .and_then(|&leaf| lowest?.get(leaf))
+                    .and_then(|leaf| self.leaves.get_mut(&leaf.values))
             } else {
                 self.leaves.get_mut(&domain.values)
             };
@@ -180,7 +218,8 @@ impl TopologyCapacity {
         if count == 0 {
             return Ok(self.assignment(Vec::new()));
         }
-        let (tree, exclusions) = self.tree(&request.per_pod, slices.level, size);
+        let shape = self.shape.get_or_init(|| self.work_out_shape());
+        let (tree, exclusions) = self.tree(shape, &request.per_pod, slices.level, size);
         let wanted = count / size;
         let (level, order, chosen) = match request.mode {
             PlacementMode::Required => (
@@ -232,7 +271,7 @@ impl TopologyCapacity {
                 };
                 let children = &tree[parent_level][parent].children;
                 // The parent's units are its children's, so they always take them.
-                let picked = fill(&tree[parent_level + 1], children.clone(), wanted, order);
+                let picked = fill(&tree[parent_level + 1], children.to_vec(), wanted, order);
                 next.extend(picked.unwrap_or_default());
             }
             current = next;
@@ -241,66 +280,96 @@ impl TopologyCapacity {
         Ok(self.assignment(
             current
                 .into_iter()
-                .map(|(leaf, units)| (&tree[lowest][leaf].values, units * pods_per_unit))
+                .map(|(leaf, units)| (tree[lowest][leaf].values, units * pods_per_unit))
                 .collect(),
         ))
     }
 
-    /// Domains of every level, with the units of `per_pod` pods that fit in each, and the
-    /// lowest-level domains that take none.
-    fn tree(
-        &self,
-        per_pod: &BTreeMap<String, Quantity>,
-        slice_level: usize,
-        size: i64,
-    ) -> (Tree, Exclusions) {
-        let requests = with_pod_count(per_pod);
-        let mut exclusions = Exclusions {
-            leaves: self.leaves.len(),
-            by_resource: BTreeMap::new(),
+    /// The domains of every level with their children, from the leaves (each leaf is a new
+    /// lowest-level domain; a domain seen for the first time joins its parent's children).
+    fn work_out_shape(&self) -> Shape {
+        let mut shape = Shape {
+            levels: (0..self.levels.len()).map(|_| Vec::new()).collect(),
+            by_last_value: HashMap::new(),
         };
-        let lowest = self.levels.len() - 1;
-        let mut tree: Tree = (0..self.levels.len()).map(|_| Vec::new()).collect();
+        let Some(lowest) = self.levels.len().checked_sub(1) else {
+            return shape;
+        };
         let mut index: Vec<BTreeMap<&[String], usize>> = vec![BTreeMap::new(); self.levels.len()];
-        for (values, free) in &self.leaves {
-            let (pods, limiting) = pods_fitting(free, &requests);
-            if let (0, Some(resource)) = (pods, limiting) {
-                *exclusions.by_resource.entry(resource).or_insert(0) += 1;
-            }
-            let leaf_units = if slice_level == lowest {
-                pods / size
-            } else {
-                pods
-            };
-            // From the leaf up: a domain seen for the first time joins its parent's children.
+        for values in self.leaves.keys() {
             let mut new_child: Option<usize> = None;
             for level in (0..=lowest).rev() {
                 let prefix = &values[..=level];
                 let (position, created) = match index[level].get(prefix) {
                     Some(&position) => (position, false),
                     None => {
-                        tree[level].push(Domain {
+                        shape.levels[level].push(ShapeDomain {
                             values: prefix.to_vec(),
-                            units: 0,
-                            pods: 0,
                             children: Vec::new(),
                         });
-                        index[level].insert(prefix, tree[level].len() - 1);
-                        (tree[level].len() - 1, true)
+                        index[level].insert(prefix, shape.levels[level].len() - 1);
+                        (shape.levels[level].len() - 1, true)
                     }
                 };
-                if level == lowest {
-                    tree[level][position].units = leaf_units;
-                    tree[level][position].pods = pods;
+                if level == lowest
+                    && let Some(last) = values.last()
+                {
+                    shape.by_last_value.entry(last.clone()).or_insert(position);
                 }
                 if let Some(child) = new_child {
-                    tree[level][position].children.push(child);
+                    shape.levels[level][position].children.push(child);
                 }
                 if !created {
                     break;
                 }
                 new_child = Some(position);
             }
+        }
+        shape
+    }
+
+    /// Domains of every level, with the units of `per_pod` pods that fit in each, and the
+    /// lowest-level domains that take none.
+    fn tree<'a>(
+        &'a self,
+        shape: &'a Shape,
+        per_pod: &BTreeMap<String, Quantity>,
+        slice_level: usize,
+        size: i64,
+    ) -> (Tree<'a>, Exclusions) {
+        let requests = with_pod_count(per_pod);
+        let mut exclusions = Exclusions {
+            leaves: self.leaves.len(),
+            by_resource: BTreeMap::new(),
+        };
+        let lowest = self.levels.len() - 1;
+        let mut tree: Tree<'a> = shape
+            .levels
+            .iter()
+            .map(|domains| {
+                domains
+                    .iter()
+                    .map(|domain| Domain {
+                        values: &domain.values,
+                        units: 0,
+                        pods: 0,
+                        children: &domain.children,
+                    })
+                    .collect()
+            })
+            .collect();
+        // The leaves are the lowest level's domains, in the same order.
+        for (leaf, free) in tree[lowest].iter_mut().zip(self.leaves.values()) {
+            let (pods, limiting) = pods_fitting(free, &requests);
+            if let (0, Some(resource)) = (pods, limiting) {
+                *exclusions.by_resource.entry(resource).or_insert(0) += 1;
+            }
+            leaf.pods = pods;
+            leaf.units = if slice_level == lowest {
+                pods / size
+            } else {
+                pods
+            };
         }
         // Pods are summed up to the slice level, counted as slices there, slices summed above.
         for level in (0..lowest).rev() {
@@ -322,7 +391,7 @@ impl TopologyCapacity {
     }
 
     /// The assignment of `placed` pods to lowest-level domains.
-    fn assignment(&self, placed: Vec<(&Vec<String>, i64)>) -> TopologyAssignment {
+    fn assignment(&self, placed: Vec<(&[String], i64)>) -> TopologyAssignment {
         let by_hostname = self
             .levels
             .last()
@@ -339,7 +408,7 @@ impl TopologyCapacity {
                 values: if by_hostname {
                     values.last().cloned().into_iter().collect()
                 } else {
-                    values.clone()
+                    values.to_vec()
                 },
                 count: i32::try_from(pods).unwrap_or(i32::MAX),
             })

@@ -262,15 +262,66 @@ fn topology_capacities(
         .collect()
 }
 
-/// Workloads converted earlier, reused while neither the workload nor what its conversion
+/// What the previous conversion worked out, for the next to reuse.
+///
+/// Workloads converted earlier are reused while neither the workload nor what its conversion
 /// reads (namespace labels, LimitRanges, options) changed. Entries are found by the address of
 /// the stored object: the store gives a changed object a new `Arc`, and each entry holds a
 /// `Weak` of it, so an address seen again is the very same object, found without hashing its
 /// name. `Weak` keeps the address reserved but not the object's contents: a version the store
 /// has replaced frees its PodSets at once rather than at the next pass.
+///
+/// The free capacity of topology-aware flavors is reused while the Nodes, ResourceFlavors and
+/// Topologies it was worked out from are the very same objects: nodes change far less often
+/// than passes run, and reading hundreds of them is most of a TAS pass's conversion.
 #[derive(Clone, Debug, Default)]
-pub struct WorkloadCache {
+pub struct ConversionCache {
     entries: foldhash::HashMap<usize, CachedWorkload>,
+    capacities: CachedCapacities,
+}
+
+/// Topology capacities and the objects they were worked out from, held (so that none is freed
+/// and its address given to another) to tell whether they are still the store's.
+#[derive(Clone, Debug, Default)]
+struct CachedCapacities {
+    topology_aware: bool,
+    nodes: Vec<Arc<Node>>,
+    flavors: Vec<Arc<api::ResourceFlavor>>,
+    topologies: Vec<Arc<api::Topology>>,
+    capacities: Vec<(String, TopologyCapacity)>,
+}
+
+impl CachedCapacities {
+    /// The capacities for `state`, worked out again only if its inputs changed.
+    fn get(
+        &mut self,
+        state: &ClusterState,
+        options: &ConversionOptions,
+    ) -> &[(String, TopologyCapacity)] {
+        let unchanged = self.topology_aware == options.topology_aware
+            && same_objects(&self.nodes, &state.nodes)
+            && same_objects(&self.flavors, &state.resource_flavors)
+            && same_objects(&self.topologies, &state.topologies);
+        if !unchanged {
+            *self = Self {
+                topology_aware: options.topology_aware,
+                nodes: state.nodes.clone(),
+                flavors: state.resource_flavors.clone(),
+                topologies: state.topologies.clone(),
+                capacities: topology_capacities(state, options),
+            };
+        }
+        &self.capacities
+    }
+}
+
+/// Whether both lists hold the very same objects in the same order.
+fn same_objects<T>(held: &[Arc<T>], current: &[Arc<T>]) -> bool {
+    held.len() == current.len()
+        && held
+            .iter()
+            .zip(current)
+            .all(|(held, current)| Arc::ptr_eq(held, current))
 }
 
 #[derive(Clone, Debug)]
@@ -286,7 +337,7 @@ fn address(object: &Arc<api::Workload>) -> usize {
     Arc::as_ptr(object).addr()
 }
 
-impl WorkloadCache {
+impl ConversionCache {
     /// An empty cache.
     pub fn new() -> Self {
         Self::default()
@@ -335,15 +386,15 @@ impl WorkloadCache {
 
 /// Converts everything the scheduler needs from `state`.
 pub fn convert(state: &ClusterState, options: &ConversionOptions) -> Converted {
-    convert_cached(state, options, &mut WorkloadCache::new())
+    convert_cached(state, options, &mut ConversionCache::new())
 }
 
-/// [`convert`], reusing the workloads `cache` holds from the previous call and keeping the
-/// ones converted now for the next.
+/// [`convert`], reusing what `cache` holds from the previous call (workloads, topology
+/// capacities) and keeping what it works out now for the next.
 pub fn convert_cached(
     state: &ClusterState,
     options: &ConversionOptions,
-    cache: &mut WorkloadCache,
+    cache: &mut ConversionCache,
 ) -> Converted {
     let references = state.references(options);
     let stopped_cluster_queues: HashMap<String, bool> = state
@@ -378,7 +429,7 @@ pub fn convert_cached(
         .collect();
 
     let mut converted = Converted {
-        topologies: topology_capacities(state, options),
+        topologies: cache.capacities.get(state, options).to_vec(),
         flavors: state
             .resource_flavors
             .iter()
@@ -467,7 +518,7 @@ pub fn convert_cached(
             Placement::Ignored => {}
             Placement::HoldsQuota(admission) => {
                 let mut workload =
-                    WorkloadCache::get(cached, &mut next_cache, &key, object, &context, None)
+                    ConversionCache::get(cached, &mut next_cache, &key, object, &context, None)
                         .0
                         .map(Arc::unwrap_or_clone)
                         // Requests only matter while pending; the admission carries the usage.
@@ -519,7 +570,7 @@ pub fn convert_cached(
                     .cluster_queue
                     .as_deref()
                     .unwrap_or_default();
-                match WorkloadCache::get(
+                match ConversionCache::get(
                     cached,
                     &mut next_cache,
                     &key,
@@ -726,7 +777,7 @@ fn requeue_step(
 /// What a workload's conversion reads besides the workload.
 struct WorkloadContext<'a> {
     inputs: WorkloadInputs<'a>,
-    /// Identifies the inputs, for [`WorkloadCache`].
+    /// Identifies the inputs, for [`ConversionCache`].
     fingerprint: u64,
 }
 

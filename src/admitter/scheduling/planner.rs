@@ -8,7 +8,7 @@ use std::sync::Arc;
 use foldhash::HashSetExt;
 use jiff::Timestamp;
 
-use super::cluster_state::{ClusterState, Converted, WorkloadCache, convert_cached};
+use super::cluster_state::{ClusterState, ConversionCache, Converted, convert_cached};
 use super::dispatch::Backoff;
 use super::overlay::Overlay;
 use super::requeue::{Observed, Requeue};
@@ -33,7 +33,7 @@ pub struct Plan {
 /// The scheduler's state between passes.
 pub struct Planner {
     options: ConversionOptions,
-    cache: WorkloadCache,
+    cache: ConversionCache,
     scheduler_config: SchedulerConfig,
     /// Pending workloads, long-lived so that parked ones stay parked.
     pub queues: Queues,
@@ -49,7 +49,7 @@ impl Planner {
     pub fn new(options: ConversionOptions, scheduler_config: SchedulerConfig) -> Self {
         Self {
             options,
-            cache: WorkloadCache::new(),
+            cache: ConversionCache::new(),
             scheduler_config,
             queues: Queues::new(),
             overlay: Overlay::default(),

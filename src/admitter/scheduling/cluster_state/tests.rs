@@ -619,7 +619,7 @@ fn cached_conversions_follow_what_they_read() {
     };
     state.workloads = vec![object("1", "1")];
     let options = ConversionOptions::default();
-    let mut cache = WorkloadCache::new();
+    let mut cache = ConversionCache::new();
     let requests =
         |converted: &Converted| converted.pending[0].workload.pod_sets[0].requests.clone();
     let labels_of = |converted: &Converted| converted.pending[0].workload.namespace_labels.clone();
@@ -674,5 +674,58 @@ fn cached_conversions_follow_what_they_read() {
             &after_the_move.pending[0].workload
         ),
         "the cache keeps the workload pointed at its new ClusterQueue"
+    );
+}
+
+#[test]
+fn cached_topology_capacities_follow_the_nodes() {
+    let node = |cpu: &str| {
+        Arc::new(
+            serde_json::from_value::<Node>(json!({
+                "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+                "status": {
+                    "allocatable": {"cpu": cpu},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }))
+            .expect("a Node"),
+        )
+    };
+    let mut state = state();
+    state.resource_flavors = vec![Arc::new(
+        serde_json::from_value(json!({
+            "metadata": {"name": "tas"},
+            "spec": {"topologyName": "hosts"},
+        }))
+        .expect("a flavor"),
+    )];
+    state.topologies = vec![Arc::new(
+        serde_json::from_value(json!({
+            "metadata": {"name": "hosts"},
+            "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]},
+        }))
+        .expect("a Topology"),
+    )];
+    state.nodes = vec![node("2")];
+    let options = ConversionOptions {
+        topology_aware: true,
+        ..ConversionOptions::default()
+    };
+    let mut cache = ConversionCache::new();
+
+    let two = convert_cached(&state, &options, &mut cache).topologies;
+    assert_eq!(two, convert(&state, &options).topologies);
+    assert_eq!(
+        convert_cached(&state, &options, &mut cache).topologies,
+        two,
+        "the same nodes: the capacities kept"
+    );
+    state.nodes = vec![node("4")];
+    let four = convert_cached(&state, &options, &mut cache).topologies;
+    assert_ne!(four, two);
+    assert_eq!(
+        four,
+        convert(&state, &options).topologies,
+        "a changed node: worked out again"
     );
 }
