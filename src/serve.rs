@@ -75,7 +75,7 @@ pub async fn serve(
     let metrics = Arc::new(MetricsRegistry::with_local_queue_metrics(
         config.feature_gates.enabled(Feature::LocalQueueMetrics),
     ));
-    let (stores, drivers) = Stores::new(&client);
+    let (stores, drivers) = Stores::new(&client, config.topology_gates().enabled);
     tokio::spawn(drivers.run());
     let readiness = Readiness::new([STORES_COMPONENT]);
 

@@ -1,11 +1,15 @@
 //! Reflector stores shared by the webhook and the admitter: one watch per kind for the whole
 //! process, read without API calls on the hot path.
 
-use std::{fmt::Debug, hash::Hash, time::Duration};
+mod node_usage;
+
+pub use node_usage::NodeUsage;
+
+use std::{fmt::Debug, hash::Hash, sync::Arc, time::Duration};
 
 use futures::{StreamExt, future::BoxFuture};
 use k8s_openapi::api::{
-    core::v1::{LimitRange, Namespace, Node},
+    core::v1::{LimitRange, Namespace, Node, Pod},
     scheduling::v1::PriorityClass,
 };
 use kube::{
@@ -40,6 +44,8 @@ pub enum Changed {
     LimitRange,
     Topology,
     Node,
+    /// What pods outside topology-aware placement take on the nodes.
+    NodeUsage,
 }
 
 /// Read handles for every watched kind.
@@ -58,6 +64,8 @@ pub struct Stores {
     pub topologies: Store<Topology>,
     /// Nodes, for the free capacity of topology-aware flavors.
     pub nodes: Store<Node>,
+    /// What the pods Kueue did not place by topology take on each node.
+    pub node_usage: watch::Receiver<Arc<NodeUsage>>,
     changes: broadcast::Sender<Changed>,
     synced: watch::Receiver<bool>,
 }
@@ -73,8 +81,9 @@ impl StoreDrivers {
 }
 
 impl Stores {
-    /// Creates the stores and the watch loops that fill them.
-    pub fn new(client: &Client) -> (Self, StoreDrivers) {
+    /// Creates the stores and the watch loops that fill them. Pods are watched only with
+    /// `topology_aware` scheduling, the one reader of what they take on the nodes.
+    pub fn new(client: &Client, topology_aware: bool) -> (Self, StoreDrivers) {
         let (changes, _) = broadcast::channel(1024);
         let (synced_tx, synced) = watch::channel(false);
         let mut drivers = Vec::new();
@@ -103,6 +112,11 @@ impl Stores {
             limit_ranges: watch(client, &changes, Changed::LimitRange, &mut drivers, all),
             topologies: watch(client, &changes, Changed::Topology, &mut drivers, all),
             nodes: watch(client, &changes, Changed::Node, &mut drivers, all),
+            node_usage: if topology_aware {
+                watch_node_usage(client, &changes, &mut drivers)
+            } else {
+                watch::channel(Arc::new(NodeUsage::not_counted())).1
+            },
             changes,
             synced,
         };
@@ -143,6 +157,10 @@ async fn mark_synced(stores: Stores, synced: watch::Sender<bool>) {
         stores.limit_ranges.wait_until_ready(),
         stores.topologies.wait_until_ready(),
         stores.nodes.wait_until_ready(),
+        async {
+            let mut node_usage = stores.node_usage.clone();
+            node_usage.wait_for(|usage| usage.synced).await.is_ok()
+        },
     );
     let all = [
         results.0.is_ok(),
@@ -157,6 +175,7 @@ async fn mark_synced(stores: Stores, synced: watch::Sender<bool>) {
         results.9.is_ok(),
         results.10.is_ok(),
         results.11.is_ok(),
+        results.12,
     ];
     if all.iter().all(|ok| *ok) {
         let _ = synced.send(true);
@@ -202,6 +221,38 @@ where
         }
     }));
     reader
+}
+
+/// The usage of pods outside topology-aware placement, kept up to date from a watch of them.
+fn watch_node_usage(
+    client: &Client,
+    changes: &broadcast::Sender<Changed>,
+    drivers: &mut Vec<BoxFuture<'static, ()>>,
+) -> watch::Receiver<Arc<NodeUsage>> {
+    let (publish, usage) = watch::channel(Arc::new(NodeUsage::default()));
+    let api: Api<Pod> = Api::all(client.clone());
+    let config = watcher::Config::default()
+        .labels(&node_usage::label_selector())
+        .fields(node_usage::FIELD_SELECTOR)
+        .any_semantic();
+    let stream = watcher(api, config).default_backoff();
+    let changes = changes.clone();
+    drivers.push(Box::pin(async move {
+        futures::pin_mut!(stream);
+        let mut tracker = node_usage::NodeUsageTracker::default();
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(event) => {
+                    if let Some(changed) = tracker.apply(event) {
+                        publish.send_replace(changed);
+                        let _ = changes.send(Changed::NodeUsage);
+                    }
+                }
+                Err(err) => tracing::warn!(%err, "pod watch error; retrying with backoff"),
+            }
+        }
+    }));
+    usage
 }
 
 fn all<K>(_: &K) -> bool {
@@ -317,6 +368,7 @@ mod tests {
             limit_ranges: fed(&mut init_done),
             topologies: fed(&mut init_done),
             nodes: fed(&mut init_done),
+            node_usage: watch::channel(Arc::new(NodeUsage::not_counted())).1,
             changes: broadcast::channel(1).0,
             synced,
         };

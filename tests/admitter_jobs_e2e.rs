@@ -96,7 +96,7 @@ async fn cluster() -> &'static TestCluster {
                 .expect("flavor on-demand");
 
             let config = Configuration::from_yaml(CONFIG, &LoadOptions::default()).expect("config");
-            let (stores, drivers) = Stores::new(&client);
+            let (stores, drivers) = Stores::new(&client, config.topology_gates().enabled);
             tokio::spawn(drivers.run());
             tokio::spawn(run_job_controllers(
                 client,

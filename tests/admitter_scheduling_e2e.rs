@@ -286,7 +286,7 @@ fn start_scheduler(client: &Client) -> RunningScheduler {
 }
 
 fn start_scheduler_with(client: &Client, config: Arc<Configuration>) -> RunningScheduler {
-    let (stores, drivers) = Stores::new(client);
+    let (stores, drivers) = Stores::new(client, config.topology_gates().enabled);
     let metrics = Arc::new(MetricsRegistry::new());
     let (stop, stopped) = oneshot::channel::<()>();
     let client = client.clone();
@@ -1224,7 +1224,7 @@ async fn a_job_whose_pods_never_get_ready_is_requeued_then_deactivated_past_its_
     env.local_queue("lq", &cq).await;
     let config =
         Arc::new(Configuration::from_yaml(IMPATIENT, &LoadOptions::default()).expect("config"));
-    let (stores, drivers) = Stores::new(&env.client);
+    let (stores, drivers) = Stores::new(&env.client, config.topology_gates().enabled);
     let (stop, stopped) = oneshot::channel::<()>();
     let stopped = async {
         let _ = stopped.await;

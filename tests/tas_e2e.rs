@@ -3,7 +3,7 @@
 //! r1: kwok-tas-r1-0 and -1 with 2 CPUs each; rack r2: kwok-tas-r2-0 with 2, -1 with 1).
 //!
 //! The queues are `manifests/samples/topology/`, applied with kubectl; the jobs are its sample
-//! Job and variants of it. One scenario, in order, since every step reads the free capacity
+//! Job and variants of it, and one pod outside Kueue. One scenario, in order, since every step reads the free capacity
 //! the ones before it left.
 
 mod common {
@@ -308,4 +308,52 @@ async fn pods_run_on_the_nodes_of_the_domains_admission_gave_them() {
     assert_eq!(given.levels, ["kubernetes.io/hostname"]);
     assert_eq!(nodes, expected);
     scenario.delete_job("implicit").await;
+
+    // A pod Kueue did not place (bound by hand here, as a DaemonSet's or a static pod is)
+    // takes its share of its node: with one of r1's CPUs taken, no rack holds four pods, until
+    // it is gone.
+    let pods: Api<Pod> = Api::namespaced(scenario.client.clone(), NAMESPACE);
+    pods.create(&PostParams::default(), &bound_by_hand("kwok-tas-r1-0"))
+        .await
+        .expect("create a pod outside Kueue");
+    create(job(
+        "rack-of-four",
+        4,
+        Some(("kueue.x-k8s.io/podset-required-topology", RACK)),
+    ))
+    .await;
+    let fits_three = format!("topology \"{TOPOLOGY}\" allows to fit only 3 out of 4 pod(s)");
+    scenario
+        .wait_workload("refused while a CPU of r1 is taken", "rack-of-four", |w| {
+            placement_failed(w, &fits_three)
+        })
+        .await;
+    pods.delete(OUTSIDE_KUEUE, &DeleteParams::default().grace_period(0))
+        .await
+        .expect("delete the pod outside Kueue");
+    scenario
+        .wait_workload("admitted to r1 once the pod is gone", "rack-of-four", |w| {
+            assignment(w) == Some(on_hosts(&[("kwok-tas-r1-0", 2), ("kwok-tas-r1-1", 2)]))
+        })
+        .await;
+    scenario.delete_job("rack-of-four").await;
+}
+
+const OUTSIDE_KUEUE: &str = "outside-kueue";
+
+/// A pod of the sample Job's template (one CPU) that no queue manages, bound to `node` by
+/// its spec rather than by the scheduler, and held Running by kwok.
+fn bound_by_hand(node: &str) -> Pod {
+    let template = job(OUTSIDE_KUEUE, 1, None).spec.expect("spec").template;
+    let mut spec = template.spec.expect("pod spec");
+    spec.node_name = Some(node.to_owned());
+    Pod {
+        metadata: kube::api::ObjectMeta {
+            name: Some(OUTSIDE_KUEUE.to_owned()),
+            labels: template.metadata.and_then(|meta| meta.labels),
+            ..Default::default()
+        },
+        spec: Some(spec),
+        status: None,
+    }
 }

@@ -105,7 +105,8 @@ async fn install_crds(cluster: &TestCluster) {
 async fn start_webhook(cluster: &'static TestCluster, tls: TlsSource) -> ServerHandle {
     install_crypto_provider();
     let client = cluster.client().await;
-    let (stores, drivers) = Stores::new(&client);
+    // The webhook never reads what pods take on the nodes: no pod watch.
+    let (stores, drivers) = Stores::new(&client, false);
     tokio::spawn(drivers.run());
     stores
         .wait_until_ready(Duration::from_secs(30))

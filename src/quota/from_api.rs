@@ -36,6 +36,7 @@ use crate::config::{Configuration, Feature, PreemptionStrategy, RequeuingTimesta
 use crate::jobs::requests::pod_requests;
 use crate::k8s::conditions::find_true;
 use crate::k8s::quantity::{QuantityError, format_quantity, resource_value};
+use crate::stores::NodeUsage;
 
 /// The object whose quotas are being read, for messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -502,14 +503,15 @@ pub fn resource_flavor(
 }
 
 /// The free capacity of a topology-aware flavor: its `levels` (highest first) over the nodes
-/// that are Ready, schedulable and carry the flavor's node labels, each node's allocatable by
-/// its value of every level (a node missing a level label is not in the Topology). Pods that
-/// are not Kueue's are not taken off yet.
+/// that are Ready, schedulable and carry the flavor's node labels, each node's allocatable,
+/// less what `usage` counts on it, by its value of every level (a node missing a level label
+/// is not in the Topology).
 pub fn topology_capacity(
     flavor: &api::ResourceFlavor,
     topology: &str,
     levels: &[String],
     nodes: &[Arc<Node>],
+    usage: &NodeUsage,
 ) -> crate::quota::topology::TopologyCapacity {
     let mut capacity = crate::quota::topology::TopologyCapacity::new(topology, levels.to_vec());
     for node in nodes {
@@ -539,14 +541,16 @@ pub fn topology_capacity(
         let (true, true, true, Some(values)) = (of_flavor, schedulable, ready, values) else {
             continue;
         };
+        let used = usage.on(&node.name_any());
         let free: BTreeMap<String, Quantity> = status
             .and_then(|status| status.allocatable.as_ref())
             .into_iter()
             .flatten()
             .filter_map(|(resource, quantity)| {
-                resource_value(resource, quantity)
-                    .ok()
-                    .map(|value| (resource.clone(), value))
+                let allocatable = resource_value(resource, quantity).ok()?;
+                let taken = used.and_then(|used| used.get(resource)).copied();
+                let free = allocatable.saturating_sub(taken.unwrap_or(0)).max(0);
+                Some((resource.clone(), free))
             })
             .collect();
         capacity.add_node(values, &free);

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{LimitRange, Namespace};
+use k8s_openapi::api::core::v1::{LimitRange, Namespace, Pod};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -62,6 +62,17 @@ pub fn flavor_with(name: &str, spec: Value) -> api::ResourceFlavor {
 
 pub fn namespace(name: &str, labels: Value) -> Namespace {
     build(json!({"metadata": {"name": name, "labels": labels}}))
+}
+
+/// A pod outside Kueue (its name is its UID) bound to `node`, one container asking for `cpu`.
+pub fn bound_pod(name: &str, node: &str, cpu: &str) -> Pod {
+    build(json!({
+        "metadata": {"name": name, "namespace": "kube-system", "uid": name},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+        },
+    }))
 }
 
 pub fn limit_range(namespace: &str, limits: Value) -> LimitRange {

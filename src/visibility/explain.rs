@@ -17,6 +17,7 @@ use crate::api::v1beta2::{self as api, CheckState, StopPolicy};
 use crate::jobs::{self, JobFramework};
 use crate::quota::from_api::{ConversionOptions, workload_key};
 use crate::quota::{Decision, Queues, SchedulerConfig, cycle};
+use crate::stores::NodeUsage;
 
 /// What `kuota explain` is asked about: a job of one of the frameworks, or a Workload.
 #[derive(Clone, Copy)]
@@ -123,6 +124,7 @@ pub async fn read(
         limit_ranges: list_all(client).await?,
         topologies: list_all(client).await?,
         nodes: list_all(client).await?,
+        node_usage: Arc::new(NodeUsage::list(client).await?),
     };
     let not_found = |kind: &str| ExplainError::NotFound {
         kind: kind.to_owned(),

@@ -28,7 +28,7 @@ use crate::quota::from_api::{
 use crate::quota::model::{self, StopPolicy};
 use crate::quota::topology::TopologyCapacity;
 use crate::quota::{PendingReason, SchedulerConfig, Snapshot};
-use crate::stores::Stores;
+use crate::stores::{NodeUsage, Stores};
 
 /// The objects of every watched kind, read from the stores at one moment.
 #[derive(Clone, Debug, Default)]
@@ -53,6 +53,8 @@ pub struct ClusterState {
     pub topologies: Vec<Arc<api::Topology>>,
     /// Nodes (the capacity of TAS flavors).
     pub nodes: Vec<Arc<Node>>,
+    /// What pods outside topology-aware placement take on the nodes.
+    pub node_usage: Arc<NodeUsage>,
 }
 
 impl ClusterState {
@@ -69,6 +71,7 @@ impl ClusterState {
             limit_ranges: stores.limit_ranges.state(),
             topologies: stores.topologies.state(),
             nodes: stores.nodes.state(),
+            node_usage: Arc::clone(&stores.node_usage.borrow()),
         }
     }
 
@@ -148,6 +151,9 @@ pub struct Converted {
     pub flavors: Vec<model::ResourceFlavor>,
     /// The free capacity of each topology-aware flavor whose Topology exists, by flavor.
     pub topologies: Vec<(String, TopologyCapacity)>,
+    /// How many times `topologies` changed in the conversion cache's lifetime: a change (a
+    /// node added or made Ready, a pod outside Kueue gone) may make parked workloads fit.
+    pub topology_version: u64,
     /// Cohort objects.
     pub cohorts: Vec<model::Cohort>,
     /// ClusterQueues (inactive when they reference missing flavors or are being deleted).
@@ -256,7 +262,8 @@ fn topology_capacities(
                 .iter()
                 .map(|level| level.node_label.clone())
                 .collect();
-            let capacity = from_api::topology_capacity(flavor, name, &levels, &state.nodes);
+            let capacity =
+                from_api::topology_capacity(flavor, name, &levels, &state.nodes, &state.node_usage);
             Some((flavor.name_any(), capacity))
         })
         .collect()
@@ -271,9 +278,10 @@ fn topology_capacities(
 /// name. `Weak` keeps the address reserved but not the object's contents: a version the store
 /// has replaced frees its PodSets at once rather than at the next pass.
 ///
-/// The free capacity of topology-aware flavors is reused while the Nodes, ResourceFlavors and
-/// Topologies it was worked out from are the very same objects: nodes change far less often
-/// than passes run, and reading hundreds of them is most of a TAS pass's conversion.
+/// The free capacity of topology-aware flavors is reused while the Nodes, ResourceFlavors,
+/// Topologies and pods' node usage it was worked out from are the very same objects: they
+/// change far less often than passes run, and reading hundreds of nodes is most of a TAS
+/// pass's conversion.
 #[derive(Clone, Debug, Default)]
 pub struct ConversionCache {
     entries: foldhash::HashMap<usize, CachedWorkload>,
@@ -288,30 +296,39 @@ struct CachedCapacities {
     nodes: Vec<Arc<Node>>,
     flavors: Vec<Arc<api::ResourceFlavor>>,
     topologies: Vec<Arc<api::Topology>>,
+    node_usage: Arc<NodeUsage>,
     capacities: Vec<(String, TopologyCapacity)>,
+    /// Bumped each time the capacities worked out again differ from the ones before.
+    version: u64,
 }
 
 impl CachedCapacities {
-    /// The capacities for `state`, worked out again only if its inputs changed.
+    /// The capacities for `state`, worked out again only if its inputs changed, and their
+    /// version.
     fn get(
         &mut self,
         state: &ClusterState,
         options: &ConversionOptions,
-    ) -> &[(String, TopologyCapacity)] {
+    ) -> (&[(String, TopologyCapacity)], u64) {
         let unchanged = self.topology_aware == options.topology_aware
             && same_objects(&self.nodes, &state.nodes)
             && same_objects(&self.flavors, &state.resource_flavors)
-            && same_objects(&self.topologies, &state.topologies);
+            && same_objects(&self.topologies, &state.topologies)
+            && Arc::ptr_eq(&self.node_usage, &state.node_usage);
         if !unchanged {
+            let capacities = topology_capacities(state, options);
+            let version = self.version + u64::from(capacities != self.capacities);
             *self = Self {
                 topology_aware: options.topology_aware,
                 nodes: state.nodes.clone(),
                 flavors: state.resource_flavors.clone(),
                 topologies: state.topologies.clone(),
-                capacities: topology_capacities(state, options),
+                node_usage: Arc::clone(&state.node_usage),
+                capacities,
+                version,
             };
         }
-        &self.capacities
+        (&self.capacities, self.version)
     }
 }
 
@@ -428,8 +445,10 @@ pub fn convert_cached(
         })
         .collect();
 
+    let (topologies, topology_version) = cache.capacities.get(state, options);
     let mut converted = Converted {
-        topologies: cache.capacities.get(state, options).to_vec(),
+        topologies: topologies.to_vec(),
+        topology_version,
         flavors: state
             .resource_flavors
             .iter()

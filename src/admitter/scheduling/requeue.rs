@@ -25,6 +25,7 @@ pub struct Observed {
     cohorts: BTreeMap<String, model::Cohort>,
     flavors: BTreeMap<String, model::ResourceFlavor>,
     holders: BTreeMap<String, (String, BTreeMap<FlavorResource, Quantity>)>,
+    topology_version: u64,
 }
 
 impl Observed {
@@ -57,6 +58,7 @@ impl Observed {
                     ))
                 })
                 .collect(),
+            topology_version: converted.topology_version,
         }
     }
 
@@ -78,10 +80,11 @@ impl Observed {
 
     /// The requeues the change from `self` to `current` calls for: a quota holder gone or
     /// using less releases quota in its ClusterQueue; a changed ClusterQueue, Cohort or
-    /// ResourceFlavor may make parked workloads admissible.
+    /// ResourceFlavor, or free capacity of topology-aware flavors, may make parked workloads
+    /// admissible.
     pub fn requeues(&self, current: &Observed) -> BTreeSet<Requeue> {
         let mut requeues = BTreeSet::new();
-        if self.flavors != current.flavors {
+        if self.flavors != current.flavors || self.topology_version != current.topology_version {
             requeues.insert(Requeue::All);
         }
         for (name, queue) in &self.cluster_queues {

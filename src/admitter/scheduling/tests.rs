@@ -2,11 +2,13 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::admitter::scheduling::cluster_state::{Holder, convert};
+use crate::admitter::scheduling::cluster_state::{
+    ConversionCache, Holder, convert, convert_cached,
+};
 use crate::admitter::scheduling::dispatch::Backoff;
 use crate::admitter::scheduling::overlay::reflects;
 use crate::quota::{RequeueScope, SchedulerConfig};
-use crate::testing::objects::{cluster_queue, flavor, one_queue_cluster, ts, workload};
+use crate::testing::objects::{bound_pod, cluster_queue, flavor, one_queue_cluster, ts, workload};
 
 fn state(workloads: Vec<api::Workload>) -> ClusterState {
     one_queue_cluster("2", workloads)
@@ -275,6 +277,65 @@ fn changes_that_may_free_capacity_requeue_parked_workloads() {
                 .push(Arc::new(cluster_queue("new").build()));
         })),
         BTreeSet::from([cq("new")])
+    );
+}
+
+#[test]
+fn a_change_in_topology_capacity_requeues_parked_workloads() {
+    let node = || -> Arc<k8s_openapi::api::core::v1::Node> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+                "status": {
+                    "allocatable": {"cpu": "4"},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }))
+            .unwrap(),
+        )
+    };
+    let mut state = state(Vec::new());
+    state.resource_flavors = vec![Arc::new(
+        serde_json::from_value(json!({
+            "metadata": {"name": "tas"},
+            "spec": {"topologyName": "hosts"},
+        }))
+        .unwrap(),
+    )];
+    state.topologies = vec![Arc::new(
+        serde_json::from_value(json!({
+            "metadata": {"name": "hosts"},
+            "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]},
+        }))
+        .unwrap(),
+    )];
+    state.nodes = vec![node()];
+    let options = ConversionOptions {
+        topology_aware: true,
+        ..ConversionOptions::default()
+    };
+    let mut cache = ConversionCache::new();
+    let mut observe = |state: &ClusterState| observed(&convert_cached(state, &options, &mut cache));
+    let first = observe(&state);
+
+    state.nodes = vec![node()];
+    let same_node_again = observe(&state);
+    assert_eq!(
+        first.requeues(&same_node_again),
+        BTreeSet::new(),
+        "a node written again with nothing placement reads changed (a heartbeat)"
+    );
+
+    state.node_usage = Arc::new(crate::stores::NodeUsage::of_pods(vec![bound_pod(
+        "daemon", "n1", "1",
+    )]));
+    let taken = observe(&state);
+    state.node_usage = Arc::new(crate::stores::NodeUsage::of_pods(Vec::new()));
+    let freed = observe(&state);
+    assert_eq!(
+        taken.requeues(&freed),
+        BTreeSet::from([Requeue::All]),
+        "the pod outside Kueue is gone"
     );
 }
 

@@ -445,24 +445,72 @@ fn topology_capacity_counts_the_ready_schedulable_nodes_of_the_flavor() {
         "spec": {"nodeLabels": {"pool": "tas"}, "topologyName": "racks"},
     }))
     .unwrap();
-    let capacity = topology_capacity(&flavor, "racks", &["rack".to_owned()], &nodes);
-    let request = |count| crate::quota::topology::PlacementRequest {
-        level: 0,
-        mode: PlacementMode::Required,
-        count,
-        per_pod: BTreeMap::from([("cpu".to_owned(), 1000)]),
-        slices: None,
-    };
+    let capacity = topology_capacity(
+        &flavor,
+        "racks",
+        &["rack".to_owned()],
+        &nodes,
+        &NodeUsage::not_counted(),
+    );
     // One node of 4 CPUs.
     assert_eq!(
-        capacity.place(&request(4)).map(|placed| placed.domains),
+        capacity
+            .place(&one_cpu_pods_in_one_rack(4))
+            .map(|placed| placed.domains),
         Ok(vec![TopologyDomain {
             values: vec!["r1".to_owned()],
             count: 4,
         }])
     );
     assert_eq!(
-        capacity.place(&request(5)),
+        capacity.place(&one_cpu_pods_in_one_rack(5)),
         Err(r#"topology "racks" allows to fit only 4 out of 5 pod(s)"#.to_owned())
     );
+}
+
+#[test]
+fn topology_capacity_takes_off_what_other_pods_request_on_each_node() {
+    let node = |name: &str| {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {"pool": "tas", "rack": "r1"}},
+            "status": {
+                "allocatable": {"cpu": "4", "pods": "3"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }))
+        .unwrap();
+        Arc::new(node)
+    };
+    let flavor: api::ResourceFlavor = serde_json::from_value(json!({
+        "metadata": {"name": "tas"},
+        "spec": {"nodeLabels": {"pool": "tas"}, "topologyName": "racks"},
+    }))
+    .unwrap();
+    let usage = NodeUsage::of_pods(vec![
+        fixtures::bound_pod("daemon-a", "a", "1500m"),
+        fixtures::bound_pod("daemon-b", "b", "500m"),
+        fixtures::bound_pod("big", "b", "5"),
+    ]);
+    let capacity = topology_capacity(
+        &flavor,
+        "racks",
+        &["rack".to_owned()],
+        &[node("a"), node("b")],
+        &usage,
+    );
+    // Node a: 2.5 CPUs free, two pods of 1; node b: asked for more than it has, nothing free.
+    assert_eq!(
+        capacity.place(&one_cpu_pods_in_one_rack(3)),
+        Err(r#"topology "racks" allows to fit only 2 out of 3 pod(s)"#.to_owned())
+    );
+}
+
+fn one_cpu_pods_in_one_rack(count: i32) -> crate::quota::topology::PlacementRequest {
+    crate::quota::topology::PlacementRequest {
+        level: 0,
+        mode: PlacementMode::Required,
+        count,
+        per_pod: BTreeMap::from([("cpu".to_owned(), 1000)]),
+        slices: None,
+    }
 }

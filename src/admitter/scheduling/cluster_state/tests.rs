@@ -678,7 +678,7 @@ fn cached_conversions_follow_what_they_read() {
 }
 
 #[test]
-fn cached_topology_capacities_follow_the_nodes() {
+fn cached_topology_capacities_follow_the_nodes_and_what_pods_take_on_them() {
     let node = |cpu: &str| {
         Arc::new(
             serde_json::from_value::<Node>(json!({
@@ -727,5 +727,13 @@ fn cached_topology_capacities_follow_the_nodes() {
         four,
         convert(&state, &options).topologies,
         "a changed node: worked out again"
+    );
+    state.node_usage = Arc::new(crate::stores::NodeUsage::of_pods(vec![
+        crate::testing::objects::bound_pod("daemon", "n1", "2"),
+    ]));
+    assert_eq!(
+        convert_cached(&state, &options, &mut cache).topologies,
+        two,
+        "a pod taking 2 of the node's 4 CPUs: worked out again"
     );
 }
