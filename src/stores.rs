@@ -115,7 +115,7 @@ impl Stores {
             node_usage: if topology_aware {
                 watch_node_usage(client, &changes, &mut drivers)
             } else {
-                watch::channel(Arc::new(NodeUsage::not_counted())).1
+                watch::channel(Arc::new(NodeUsage::none())).1
             },
             changes,
             synced,
@@ -368,7 +368,7 @@ mod tests {
             limit_ranges: fed(&mut init_done),
             topologies: fed(&mut init_done),
             nodes: fed(&mut init_done),
-            node_usage: watch::channel(Arc::new(NodeUsage::not_counted())).1,
+            node_usage: watch::channel(Arc::new(NodeUsage::none())).1,
             changes: broadcast::channel(1).0,
             synced,
         };

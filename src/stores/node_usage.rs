@@ -37,8 +37,9 @@ pub struct NodeUsage {
 }
 
 impl NodeUsage {
-    /// The usage while no pods are watched (topology-aware scheduling off): nothing counted.
-    pub fn not_counted() -> Self {
+    /// Nothing counted and nothing to wait for: the usage while no pods are watched
+    /// (topology-aware scheduling off), and where a relist's sums start.
+    pub fn none() -> Self {
         Self {
             by_node: BTreeMap::new(),
             synced: true,
@@ -62,12 +63,20 @@ impl NodeUsage {
             tracker.apply(watcher::Event::InitApply(pod));
         }
         tracker.apply(watcher::Event::InitDone);
-        tracker.usage
+        Arc::unwrap_or_clone(tracker.usage)
     }
 
     /// What the counted pods on `node` request.
     pub fn on(&self, node: &str) -> Option<&Requests> {
         self.by_node.get(node)
+    }
+
+    fn add(&mut self, pod: &Counted) {
+        add(
+            self.by_node.entry(pod.node.clone()).or_default(),
+            &pod.requests,
+            1,
+        );
     }
 
     fn subtract(&mut self, pod: &Counted) {
@@ -94,7 +103,8 @@ pub struct NodeUsageTracker {
     pods: HashMap<String, Counted>,
     /// The pods of a relist in progress; they replace `pods` when it is done.
     relisting: Option<HashMap<String, Counted>>,
-    usage: NodeUsage,
+    /// The usage last published: changed in place when no reader holds it any more.
+    usage: Arc<NodeUsage>,
 }
 
 impl NodeUsageTracker {
@@ -115,18 +125,15 @@ impl NodeUsageTracker {
             }
             watcher::Event::InitDone => {
                 self.pods = self.relisting.take().unwrap_or_default();
-                let mut by_node: BTreeMap<String, Requests> = BTreeMap::new();
+                let mut relisted = NodeUsage::none();
                 for pod in self.pods.values() {
-                    add(
-                        by_node.entry(pod.node.clone()).or_default(),
-                        &pod.requests,
-                        1,
-                    );
+                    relisted.add(pod);
                 }
-                self.publish_if_changed(NodeUsage {
-                    by_node,
-                    synced: true,
-                })
+                if relisted == *self.usage {
+                    return None;
+                }
+                self.usage = Arc::new(relisted);
+                Some(Arc::clone(&self.usage))
             }
             watcher::Event::Apply(pod) => {
                 let Some((uid, now)) = counted(&pod) else {
@@ -136,12 +143,12 @@ impl NodeUsageTracker {
                 if before.as_ref() == Some(&now) {
                     return None;
                 }
-                let mut usage = self.usage.clone();
+                let usage = Arc::make_mut(&mut self.usage);
                 if let Some(before) = before {
                     usage.subtract(&before);
                 }
-                add(usage.by_node.entry(now.node).or_default(), &now.requests, 1);
-                self.publish_if_changed(usage)
+                usage.add(&now);
+                Some(Arc::clone(&self.usage))
             }
             watcher::Event::Delete(pod) => self.remove(&pod),
         }
@@ -149,17 +156,8 @@ impl NodeUsageTracker {
 
     fn remove(&mut self, pod: &Pod) -> Option<Arc<NodeUsage>> {
         let before = self.pods.remove(pod.metadata.uid.as_deref()?)?;
-        let mut usage = self.usage.clone();
-        usage.subtract(&before);
-        self.publish_if_changed(usage)
-    }
-
-    fn publish_if_changed(&mut self, usage: NodeUsage) -> Option<Arc<NodeUsage>> {
-        if usage == self.usage {
-            return None;
-        }
-        self.usage = usage;
-        Some(Arc::new(self.usage.clone()))
+        Arc::make_mut(&mut self.usage).subtract(&before);
+        Some(Arc::clone(&self.usage))
     }
 }
 

@@ -450,7 +450,7 @@ fn topology_capacity_counts_the_ready_schedulable_nodes_of_the_flavor() {
         "racks",
         &["rack".to_owned()],
         &nodes,
-        &NodeUsage::not_counted(),
+        &NodeUsage::none(),
     );
     // One node of 4 CPUs.
     assert_eq!(
