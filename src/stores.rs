@@ -1,10 +1,6 @@
 //! Reflector stores shared by the webhook and the admitter: one watch per kind for the whole
 //! process, read without API calls on the hot path.
 
-mod node_usage;
-
-pub use node_usage::NodeUsage;
-
 use std::{fmt::Debug, hash::Hash, sync::Arc, time::Duration};
 
 use futures::{StreamExt, future::BoxFuture};
@@ -28,6 +24,7 @@ use crate::api::v1beta2::{
     AdmissionCheck, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Topology, Workload,
     WorkloadPriorityClass,
 };
+use crate::quota::node_usage::{self, NodeUsage};
 
 /// Which store changed; the admitter wakes its scheduling loop on these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

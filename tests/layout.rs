@@ -14,7 +14,7 @@ fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
         ("jobs", &["api", "k8s"][..]),
         ("config", &["api", "jobs", "k8s"][..]),
         ("quota", &["api", "config", "jobs", "k8s"][..]),
-        ("stores", &["api", "k8s"][..]),
+        ("stores", &["api", "k8s", "quota"][..]),
         ("metrics", &["api", "k8s"][..]),
         ("tls", &["api", "k8s", "metrics"][..]),
         ("webhook", &["k8s", "metrics", "tls"][..]),

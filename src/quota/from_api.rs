@@ -29,6 +29,7 @@ use super::model::{
     QueueingStrategy, ResourceGroup, ResourceQuota, StopPolicy, Taint, TaintEffect, Toleration,
     TolerationOperator, TopologyAssignment, TopologyDomain, TopologyLevel, TopologyRequest,
 };
+use super::node_usage::NodeUsage;
 use super::{FairSharingConfig, FairSharingStrategy, SchedulerConfig};
 use crate::api::constants::{JOB_UID_LABEL, condition, reason};
 use crate::api::v1beta2 as api;
@@ -36,7 +37,6 @@ use crate::config::{Configuration, Feature, PreemptionStrategy, RequeuingTimesta
 use crate::jobs::requests::pod_requests;
 use crate::k8s::conditions::find_true;
 use crate::k8s::quantity::{QuantityError, format_quantity, resource_value};
-use crate::stores::NodeUsage;
 
 /// The object whose quotas are being read, for messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::{Api, Client, Resource, ResourceExt};
 
@@ -16,8 +17,8 @@ use crate::api::constants::{JOB_UID_LABEL, condition};
 use crate::api::v1beta2::{self as api, CheckState, StopPolicy};
 use crate::jobs::{self, JobFramework};
 use crate::quota::from_api::{ConversionOptions, workload_key};
+use crate::quota::node_usage::{self, NodeUsage};
 use crate::quota::{Decision, Queues, SchedulerConfig, cycle};
-use crate::stores::NodeUsage;
 
 /// What `kuota explain` is asked about: a job of one of the frameworks, or a Workload.
 #[derive(Clone, Copy)]
@@ -124,7 +125,7 @@ pub async fn read(
         limit_ranges: list_all(client).await?,
         topologies: list_all(client).await?,
         nodes: list_all(client).await?,
-        node_usage: Arc::new(NodeUsage::list(client).await?),
+        node_usage: Arc::new(node_usage(client).await?),
     };
     let not_found = |kind: &str| ExplainError::NotFound {
         kind: kind.to_owned(),
@@ -186,6 +187,16 @@ where
         .await?
         .items;
     Ok(items.into_iter().map(Arc::new).collect())
+}
+
+/// What the pods outside topology-aware placement take on each node, listed with the
+/// selectors of the admitter's watch.
+async fn node_usage(client: &Client) -> Result<NodeUsage, kube::Error> {
+    let params = ListParams::default()
+        .labels(&node_usage::label_selector())
+        .fields(node_usage::FIELD_SELECTOR);
+    let pods = Api::<Pod>::all(client.clone()).list(&params).await?;
+    Ok(NodeUsage::of_pods(pods.items))
 }
 
 fn stop_policy_name(policy: Option<StopPolicy>) -> Option<&'static str> {

@@ -26,9 +26,10 @@ use crate::quota::from_api::{
     self, ConversionOptions, CountAsZero, QueueReferences, WorkloadInputs, workload_key,
 };
 use crate::quota::model::{self, StopPolicy};
+use crate::quota::node_usage::NodeUsage;
 use crate::quota::topology::TopologyCapacity;
 use crate::quota::{PendingReason, SchedulerConfig, Snapshot};
-use crate::stores::{NodeUsage, Stores};
+use crate::stores::Stores;
 
 /// The objects of every watched kind, read from the stores at one moment.
 #[derive(Clone, Debug, Default)]

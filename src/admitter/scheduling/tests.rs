@@ -326,11 +326,11 @@ fn a_change_in_topology_capacity_requeues_parked_workloads() {
         "a node written again with nothing placement reads changed (a heartbeat)"
     );
 
-    state.node_usage = Arc::new(crate::stores::NodeUsage::of_pods(vec![bound_pod(
-        "daemon", "n1", "1",
-    )]));
+    state.node_usage = Arc::new(crate::quota::node_usage::NodeUsage::of_pods(vec![
+        bound_pod("daemon", "n1", "1"),
+    ]));
     let taken = observe(&state);
-    state.node_usage = Arc::new(crate::stores::NodeUsage::of_pods(Vec::new()));
+    state.node_usage = Arc::new(crate::quota::node_usage::NodeUsage::of_pods(Vec::new()));
     let freed = observe(&state);
     assert_eq!(
         taken.requeues(&freed),

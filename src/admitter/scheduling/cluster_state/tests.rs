@@ -728,7 +728,7 @@ fn cached_topology_capacities_follow_the_nodes_and_what_pods_take_on_them() {
         convert(&state, &options).topologies,
         "a changed node: worked out again"
     );
-    state.node_usage = Arc::new(crate::stores::NodeUsage::of_pods(vec![
+    state.node_usage = Arc::new(crate::quota::node_usage::NodeUsage::of_pods(vec![
         crate::testing::objects::bound_pod("daemon", "n1", "2"),
     ]));
     assert_eq!(

@@ -2,7 +2,7 @@
 //! pods, jobs outside Kueue or in flavors without a Topology. Topology-aware placement takes
 //! it off the nodes' allocatable, as Kueue's non-TAS usage controller does.
 //!
-//! The watch sees only bound pods that are not finished and carry no `kueue.x-k8s.io/tas`
+//! The stores' watch (and `kuota explain`'s one list) sees only bound pods that are not finished and carry no `kueue.x-k8s.io/tas`
 //! label, the same selectors kube-scheduler uses for its assigned pods. Each pod is kept as
 //! its node and its requests, and the sums per node are updated pod by pod; a new
 //! [`NodeUsage`] is published only when a sum changes, so status churn of running pods costs
@@ -12,13 +12,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
 use kube::runtime::watcher;
-use kube::{Api, Client};
 
+use super::model::PODS_RESOURCE;
 use crate::api::constants::TAS_LABEL;
 use crate::jobs::requests::{Requests, pod_requests};
-use crate::quota::model::PODS_RESOURCE;
 
 /// The label selector of the pods counted: all but Kueue's topology-assigned ones.
 pub fn label_selector() -> String {
@@ -44,15 +42,6 @@ impl NodeUsage {
             by_node: BTreeMap::new(),
             synced: true,
         }
-    }
-
-    /// The usage read once from the API server, for a one-off answer rather than a watch.
-    pub async fn list(client: &Client) -> Result<Self, kube::Error> {
-        let params = ListParams::default()
-            .labels(&label_selector())
-            .fields(FIELD_SELECTOR);
-        let pods = Api::<Pod>::all(client.clone()).list(&params).await?;
-        Ok(Self::of_pods(pods.items))
     }
 
     /// The usage of `pods` as the watch's initial list would count it.
