@@ -161,6 +161,20 @@ fn on_hosts(hosts: &[(&str, i32)]) -> v1beta1::TopologyAssignment {
     .expect("an assignment")
 }
 
+/// The sample Job as it is: four pods required in one rack.
+fn rack_of_four() -> Job {
+    job(
+        "rack-of-four",
+        4,
+        Some(("kueue.x-k8s.io/podset-required-topology", RACK)),
+    )
+}
+
+/// Where four pods of one CPU go in rack r1 when it is free: two on each of its nodes.
+fn two_per_node_of_r1() -> v1beta1::TopologyAssignment {
+    on_hosts(&[("kwok-tas-r1-0", 2), ("kwok-tas-r1-1", 2)])
+}
+
 fn placement_failed(workload: &Workload, message: &str) -> bool {
     condition(workload, "QuotaReserved").is_some_and(|c| {
         c.status == "False"
@@ -203,15 +217,10 @@ async fn pods_run_on_the_nodes_of_the_domains_admission_gave_them() {
 
     // Four pods in one rack: only r1 has room, two per node; pods of neighbouring indexes
     // share a node.
-    create(job(
-        "rack-of-four",
-        4,
-        Some(("kueue.x-k8s.io/podset-required-topology", RACK)),
-    ))
-    .await;
+    create(rack_of_four()).await;
     scenario
         .wait_workload("admitted to rack r1", "rack-of-four", |w| {
-            assignment(w) == Some(on_hosts(&[("kwok-tas-r1-0", 2), ("kwok-tas-r1-1", 2)]))
+            assignment(w) == Some(two_per_node_of_r1())
         })
         .await;
     assert_eq!(
@@ -316,12 +325,7 @@ async fn pods_run_on_the_nodes_of_the_domains_admission_gave_them() {
     pods.create(&PostParams::default(), &bound_by_hand("kwok-tas-r1-0"))
         .await
         .expect("create a pod outside Kueue");
-    create(job(
-        "rack-of-four",
-        4,
-        Some(("kueue.x-k8s.io/podset-required-topology", RACK)),
-    ))
-    .await;
+    create(rack_of_four()).await;
     let fits_three = format!("topology \"{TOPOLOGY}\" allows to fit only 3 out of 4 pod(s)");
     scenario
         .wait_workload("refused while a CPU of r1 is taken", "rack-of-four", |w| {
@@ -333,7 +337,7 @@ async fn pods_run_on_the_nodes_of_the_domains_admission_gave_them() {
         .expect("delete the pod outside Kueue");
     scenario
         .wait_workload("admitted to r1 once the pod is gone", "rack-of-four", |w| {
-            assignment(w) == Some(on_hosts(&[("kwok-tas-r1-0", 2), ("kwok-tas-r1-1", 2)]))
+            assignment(w) == Some(two_per_node_of_r1())
         })
         .await;
     scenario.delete_job("rack-of-four").await;
