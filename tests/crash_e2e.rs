@@ -40,7 +40,10 @@ use serde_json::json;
 
 use common::json::from_json;
 use common::kueue::{create_cluster_queue, create_flavor, create_local_queue, install_kueue_crds};
-use common::watcher::{Ledger, Watcher, burst_job, create_until_done, one_finished_workload_each};
+use common::watcher::{
+    Ledger, Watcher, burst_job, burst_size_from_env, create_until_done, describe_unfinished,
+    one_finished_workload_each,
+};
 
 /// Each Job's one pod requests this much cpu ...
 const JOB_CPU: &str = "100m";
@@ -105,7 +108,8 @@ enum Fault {
     /// again 2 s later.
     KillMidEviction,
     /// A control-plane component (`kube-apiserver`, `etcd`) is killed with SIGKILL and
-    /// started again 2 s later.
+    /// started again 2 s later; kwok's fake kubelets are restarted after it, as
+    /// `ControlPlane::crash_and_restart` explains.
     RestartComponent(&'static str),
 }
 
@@ -133,20 +137,11 @@ fn urgent_job() -> Job {
     job
 }
 
-/// How many Jobs a burst has: `KUOTA_BURST_JOBS` if set (RELIABILITY.md records a run with
-/// 2,000), else the test's own number, small enough for CI.
-fn burst_size(default: usize) -> usize {
-    std::env::var("KUOTA_BURST_JOBS")
-        .ok()
-        .and_then(|jobs| jobs.parse().ok())
-        .unwrap_or(default)
-}
-
-/// A burst of `jobs` Jobs into a ClusterQueue that runs ten at a time, with `fault` injected
-/// once a quarter of them (at most 100) were admitted (or, on a slow machine, 60% were created
-/// with the queue full), checked by the watcher throughout.
+/// A burst of `jobs_in_burst` Jobs (or `KUOTA_BURST_JOBS`) into a ClusterQueue that runs ten at
+/// a time, with `fault` injected once a quarter of them (at most 100) were admitted (or, on a
+/// slow machine, 60% were created with the queue full), checked by the watcher throughout.
 async fn burst_with(fault: Fault, jobs_in_burst: usize) {
-    let jobs_in_burst = burst_size(jobs_in_burst);
+    let jobs_in_burst = burst_size_from_env().unwrap_or(jobs_in_burst);
     let _alone = ONE_AT_A_TIME.lock().await;
     let cluster = TestCluster::shared().await;
     install_kueue_crds(cluster.plane()).await;
@@ -275,8 +270,9 @@ async fn burst_with(fault: Fault, jobs_in_burst: usize) {
     .await;
     if let Err(error) = finished {
         panic!(
-            "{error}: {} of {all_jobs} complete; kuota log:\n{}",
+            "{error}: {} of {all_jobs} complete:\n{}\nkuota log:\n{}",
             complete_jobs(&jobs).await,
+            describe_unfinished(&jobs, &workloads).await,
             kuota.process.log_tail(40)
         );
     }

@@ -1070,7 +1070,7 @@ async fn the_source_documents_install_steps_run_kuota_in_a_pod() {
          creations retried); leader SIGKILLed -> {:.2}s ({} retried); leader cut off from the \
          API server -> stopped admitting after {:.2}s, the other took over after {:.2}s ({} \
          retried); no webhook pod -> `{}`; killed {} ms after writing the certificate Secret, \
-         then restarted and serving",
+         then restarted and serving; {} creations of the burst retried",
         faults.jobs,
         faults.watched_events,
         faults.watched_starts,
@@ -1083,6 +1083,7 @@ async fn the_source_documents_install_steps_run_kuota_in_a_pod() {
         faults.partition_failed_creations,
         faults.webhook_down_message,
         faults.killed_after_secret.as_millis(),
+        faults.burst_failed_creations,
     );
 
     let log = std::fs::read_to_string(plane.audit_log()).expect("the audit log");

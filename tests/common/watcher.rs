@@ -283,6 +283,14 @@ pub fn burst_job(name: &str, queue: &str, cpu: &str) -> Job {
     }))
 }
 
+/// The number of Jobs in a burst when `KUOTA_BURST_JOBS` sets one (RELIABILITY.md records runs
+/// with 2,000); unset, each test keeps its own number, small enough for CI.
+pub fn burst_size_from_env() -> Option<usize> {
+    std::env::var("KUOTA_BURST_JOBS")
+        .ok()
+        .and_then(|jobs| jobs.parse().ok())
+}
+
 /// True for a failure that goes away when the fault does: the webhook unreachable while the
 /// admitter restarts, the API server unreachable or failing while it or etcd restarts.
 pub fn transient(error: &kube::Error) -> bool {
@@ -349,6 +357,55 @@ fn one_finished_workload_per_job(jobs: &[Job], workloads: &[Workload]) -> bool {
             job.uid()
                 .is_some_and(|uid| per_job.get(uid.as_str()) == Some(&1))
         })
+}
+
+/// One line per Job that has not completed and per Workload that has not finished: the Job's
+/// `suspend` and status counts, the Workload's conditions and whether it holds an admission, so
+/// a stuck run says where each straggler stopped.
+pub async fn describe_unfinished(jobs: &Api<Job>, workloads: &Api<Workload>) -> String {
+    let (jobs, workloads) = match (
+        jobs.list(&ListParams::default()).await,
+        workloads.list(&ListParams::default()).await,
+    ) {
+        (Ok(jobs), Ok(workloads)) => (jobs.items, workloads.items),
+        (Err(error), _) | (_, Err(error)) => return format!("cannot list: {error}"),
+    };
+    let mut lines = Vec::new();
+    for job in jobs
+        .iter()
+        .filter(|job| !kuota_cluster::job_is_complete(job))
+    {
+        let status = job.status.clone().unwrap_or_default();
+        lines.push(format!(
+            "job {} uid={} suspend={:?} active={:?} succeeded={:?} labels={:?}",
+            job.name_any(),
+            job.uid().unwrap_or_default(),
+            job.spec.as_ref().and_then(|spec| spec.suspend),
+            status.active,
+            status.succeeded,
+            job.labels(),
+        ));
+    }
+    for workload in workloads.iter().filter(|workload| !is_finished(workload)) {
+        let status = workload.status.as_ref();
+        let conditions: Vec<String> = status
+            .map(|status| {
+                status
+                    .conditions
+                    .iter()
+                    .map(|c| format!("{}={} ({}: {})", c.type_, c.status, c.reason, c.message))
+                    .collect()
+            })
+            .unwrap_or_default();
+        lines.push(format!(
+            "workload {} job-uid={:?} admission={} conditions=[{}]",
+            workload.name_any(),
+            workload.labels().get(JOB_UID_LABEL),
+            status.is_some_and(|status| status.admission.is_some()),
+            conditions.join("; ")
+        ));
+    }
+    lines.join("\n")
 }
 
 /// Whether the Workload has `Finished=True`.

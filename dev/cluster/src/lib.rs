@@ -366,12 +366,28 @@ impl ControlPlane {
 
     /// Kills `component` (`etcd`, `kube-apiserver`, ...) with SIGKILL, as a crash would,
     /// starts it again after `down_for` with the same arguments, and waits until the API
-    /// server is ready again.
+    /// server is ready again; then restarts kwok.
+    ///
+    /// kwok stands in for the kubelets, and drops a pod's next stage for good when its patch
+    /// fails with anything but a refused connection, a timeout, 503 or 429; a restarted etcd
+    /// makes the API server answer 500 for a moment, and a pod then stays running forever. A
+    /// kubelet syncs its pods again; a restarted kwok plays every pod's stage again.
     pub async fn crash_and_restart(
         &self,
         component: &str,
         down_for: Duration,
     ) -> Result<(), Error> {
+        self.kill_and_respawn(component, down_for).await?;
+        let client = self.client().await?;
+        self.wait_ready(component, Duration::from_secs(120), || {
+            let client = client.clone();
+            async move { api_ready(&client).await }
+        })
+        .await?;
+        self.kill_and_respawn("kwok", Duration::ZERO).await
+    }
+
+    async fn kill_and_respawn(&self, component: &str, down_for: Duration) -> Result<(), Error> {
         let index = self
             .lock_components()
             .iter()
@@ -382,12 +398,7 @@ impl ControlPlane {
         tokio::time::sleep(down_for).await;
         let restarted = killed.respawn()?;
         self.lock_components().insert(index, restarted);
-        let client = self.client().await?;
-        self.wait_ready(component, Duration::from_secs(120), || {
-            let client = client.clone();
-            async move { api_ready(&client).await }
-        })
-        .await
+        Ok(())
     }
 
     async fn wait_ready<F, Fut>(

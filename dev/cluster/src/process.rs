@@ -3,7 +3,8 @@
 //! Every component runs under a small `sh` watchdog that polls the owner's pid: when the owner
 //! exits for any reason (end of a test binary, panic, `kill -9`), the watchdog stops the
 //! component with SIGTERM, then SIGKILL after a grace period. A test binary keeps its control
-//! plane in a static that is never dropped, so this is what guarantees no orphans.
+//! plane in a static that is never dropped, so this is what guarantees no orphans; a handle
+//! dropped earlier stops its component then.
 
 use std::{
     fs::File,
@@ -130,6 +131,20 @@ impl Supervised {
         }
         let _ = self.watchdog.kill();
         let _ = self.watchdog.wait();
+    }
+}
+
+/// A handle dropped while its component runs (a test that panicked, a harness that returned
+/// early) stops it, so that it cannot act on the shared control plane during the next test of
+/// the same binary (an admitter left running would keep the leader Lease from the next one).
+impl Drop for Supervised {
+    fn drop(&mut self) {
+        if self.is_running() {
+            // The watchdog stops the component with SIGTERM, then SIGKILL after 5 s.
+            let pid = self.watchdog.id().to_string();
+            let _ = Command::new("kill").args(["-TERM", &pid]).status();
+            let _ = self.watchdog.wait();
+        }
     }
 }
 
