@@ -384,17 +384,19 @@ pub async fn with_two_replicas(client: &Client, kubectl: &impl Fn(&[&str]) -> Ou
     let (count, _) = stream.stop().await;
     created += count;
 
-    let mut burst_failed_creations = 0;
+    let (mut burst_failed_creations, mut completion) = (0, WAIT);
     if let Some(burst) = burst {
         let (count, failed) = burst.finish().await;
         created += count;
         burst_failed_creations = failed;
+        // Ten at a time, each a few seconds from admission to completion on kwok.
+        completion =
+            completion.max(Duration::from_millis(500) * u32::try_from(created).unwrap_or(u32::MAX));
     }
 
     let workloads: Api<Workload> = Api::namespaced(client.clone(), FAULTS);
-    // Ten at a time, each a few seconds from admission to completion on kwok.
     let all_complete = eventually(
-        WAIT.max(Duration::from_millis(500) * u32::try_from(created).unwrap_or(u32::MAX)),
+        completion,
         "every Job completes with one finished Workload",
         || async {
             let complete = jobs.list(&ListParams::default()).await.is_ok_and(|list| {
