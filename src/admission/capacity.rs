@@ -23,6 +23,7 @@
 //!   BlockUndeclared`, Kueue's default, under which such a job never gets a flavor).
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{LimitRange, PodSpec};
@@ -121,6 +122,61 @@ pub fn snapshot(objects: &QuotaObjects) -> Result<Snapshot, QuotaError> {
         )?);
     }
     Ok(builder.build())
+}
+
+/// The last [`snapshot`], kept while no quota object changes: building one is linear in the
+/// cluster's ClusterQueues, Cohorts and ResourceFlavors, and every validated job reads one.
+#[derive(Debug, Default)]
+pub struct SnapshotCache {
+    last: Mutex<Option<(Vec<ObjectVersion>, Arc<Snapshot>)>>,
+}
+
+/// What identifies one version of a quota object: kind, name and `resourceVersion`.
+type ObjectVersion = (&'static str, String, String);
+
+impl SnapshotCache {
+    /// The snapshot of `objects`, built only when they are not the versions last built from.
+    /// Objects without a `resourceVersion` (never stored) are always built from.
+    pub fn snapshot(&self, objects: &QuotaObjects) -> Result<Arc<Snapshot>, QuotaError> {
+        let Some(versions) = versions(objects) else {
+            return snapshot(objects).map(Arc::new);
+        };
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((built_from, built)) = last.as_ref()
+            && *built_from == versions
+        {
+            return Ok(built.clone());
+        }
+        let built = Arc::new(snapshot(objects)?);
+        *last = Some((versions, built.clone()));
+        Ok(built)
+    }
+}
+
+/// The sorted versions of `objects`; `None` if one has no `resourceVersion`.
+fn versions(objects: &QuotaObjects) -> Option<Vec<ObjectVersion>> {
+    fn version<K: kube::Resource>(kind: &'static str, object: &K) -> Option<ObjectVersion> {
+        let metadata = object.meta();
+        Some((
+            kind,
+            metadata.name.clone().unwrap_or_default(),
+            metadata.resource_version.clone()?,
+        ))
+    }
+    let mut versions = Vec::with_capacity(
+        objects.cluster_queues.len() + objects.cohorts.len() + objects.resource_flavors.len(),
+    );
+    for queue in &objects.cluster_queues {
+        versions.push(version("ClusterQueue", queue.as_ref())?);
+    }
+    for cohort in &objects.cohorts {
+        versions.push(version("Cohort", cohort.as_ref())?);
+    }
+    for flavor in &objects.resource_flavors {
+        versions.push(version("ResourceFlavor", flavor.as_ref())?);
+    }
+    versions.sort_unstable();
+    Some(versions)
 }
 
 /// Why the job's `demands` can never be admitted by `cluster_queue` of `snapshot`; empty when
@@ -485,6 +541,48 @@ mod tests {
             cluster_queues,
             ..QuotaObjects::default()
         }
+    }
+
+    #[test]
+    fn a_cached_snapshot_lasts_while_the_quota_objects_keep_their_versions() {
+        let team_a = |nominal: &str, version: Option<&str>| {
+            let mut queue = ClusterQueue::clone(&cq(
+                "team-a",
+                None,
+                vec![group(
+                    &["cpu"],
+                    &[("default", vec![quota("cpu", nominal, None)])],
+                )],
+            ));
+            queue.metadata.resource_version = version.map(str::to_owned);
+            objects(vec![Arc::new(queue)])
+        };
+        let verdict = |snapshot: &Snapshot| {
+            never_fits(
+                snapshot,
+                "team-a",
+                &[demand("main", 2, &[("cpu", 5000)])],
+                QuotaCheckStrategy::BlockUndeclared,
+            )
+        };
+        let too_big = vec![
+            r#"the job requests cpu: 10 in pod set main (2 pods × 5), but ClusterQueue "team-a" can never give more than 8 (nominal quota plus what it may borrow)"#,
+        ];
+        let cache = SnapshotCache::default();
+
+        let first = cache.snapshot(&team_a("8", Some("1"))).unwrap();
+        assert_eq!(verdict(&first), too_big);
+        let again = cache.snapshot(&team_a("8", Some("1"))).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "same versions, same snapshot");
+
+        let raised = cache.snapshot(&team_a("16", Some("2"))).unwrap();
+        assert_eq!(verdict(&raised), Vec::<String>::new());
+
+        // Objects never stored have no version to tell them apart: always built from.
+        let unstored = cache.snapshot(&team_a("8", None)).unwrap();
+        assert_eq!(verdict(&unstored), too_big);
+        let unstored_raised = cache.snapshot(&team_a("16", None)).unwrap();
+        assert_eq!(verdict(&unstored_raised), Vec::<String>::new());
     }
 
     #[test]

@@ -44,7 +44,7 @@ use crate::api::constants::{
 };
 use crate::api::v1beta2::{ClusterQueue, StopPolicy};
 use crate::config::{Configuration, Feature, QueueReferencePolicy};
-use crate::jobs::{JobFramework, ValidationInput, validation::go_atoi};
+use crate::jobs::{JobFramework, MAX_POD_SETS, PodSet, ValidationInput, validation::go_atoi};
 use crate::k8s::field::{ErrorType, FieldError, aggregate};
 use crate::k8s::json::{annotation, label, set_label};
 use crate::k8s::names;
@@ -403,6 +403,7 @@ pub fn kueue_violations(
     framework: &dyn JobFramework,
     old: Option<&Value>,
     new: &Value,
+    pod_sets: Option<&[PodSet]>,
     default_queue_exists: bool,
     config: &Configuration,
 ) -> Vec<FieldError> {
@@ -428,11 +429,14 @@ pub fn kueue_violations(
         common_on_create,
         common_on_update,
     });
-    errors.extend(crate::jobs::topology::validate(
-        framework,
-        new,
-        config.topology_gates(),
-    ));
+    if let Some(pod_sets) = pod_sets {
+        errors.extend(crate::jobs::topology::validate(
+            framework,
+            new,
+            pod_sets,
+            config.topology_gates(),
+        ));
+    }
     errors.into_iter().chain(extra).collect()
 }
 
@@ -454,8 +458,9 @@ fn stop_policy_name(policy: StopPolicy) -> Option<&'static str> {
     }
 }
 
+/// `pod_sets` are the job's as its framework builds them, `None` if it cannot.
 async fn check_queue_references(
-    framework: &dyn JobFramework,
+    pod_sets: Option<&[PodSet]>,
     config: &Configuration,
     state: &dyn ClusterLookup,
     namespace: &str,
@@ -541,16 +546,7 @@ async fn check_queue_references(
     }
 
     findings.problems.extend(
-        capacity_problems(
-            framework,
-            config,
-            state,
-            namespace,
-            job,
-            &cluster_queue,
-            objects,
-        )
-        .await,
+        capacity_problems(pod_sets, config, state, namespace, &cluster_queue, objects).await,
     );
     findings
 }
@@ -585,19 +581,19 @@ async fn namespace_warning(
 }
 
 async fn capacity_problems(
-    framework: &dyn JobFramework,
+    pod_sets: Option<&[PodSet]>,
     config: &Configuration,
     state: &dyn ClusterLookup,
     namespace: &str,
-    job: &Value,
     cluster_queue: &Arc<ClusterQueue>,
     objects: QuotaObjects,
 ) -> Vec<String> {
-    let Ok(pod_sets) = framework.pod_sets(job) else {
+    // A job whose PodSets cannot be built, or too many of them, is refused by its validation.
+    let Some(pod_sets) = pod_sets.filter(|pod_sets| pod_sets.len() <= MAX_POD_SETS) else {
         return Vec::new();
     };
     let demands = match capacity::demands(
-        &pod_sets,
+        pod_sets,
         &state.limit_ranges(namespace),
         &config.resources,
         config.feature_gates.enabled(Feature::PartialAdmission),
@@ -609,7 +605,7 @@ async fn capacity_problems(
         }
     };
     let name = kube::ResourceExt::name_any(cluster_queue.as_ref());
-    let verdict = |objects: &QuotaObjects| match capacity::snapshot(objects) {
+    let verdict = |objects: &QuotaObjects| match state.quota_snapshot(objects) {
         Ok(snapshot) => capacity::never_fits(
             &snapshot,
             &name,
@@ -656,7 +652,16 @@ pub async fn validate_job(
         && state
             .cached_local_queue(namespace, DEFAULT_LOCAL_QUEUE_NAME)
             .is_some();
-    let violations = kueue_violations(framework, old, new, default_queue_exists, config);
+    // Built once: the topology checks and the capacity check both read them.
+    let pod_sets = framework.build_pod_sets(new).ok();
+    let violations = kueue_violations(
+        framework,
+        old,
+        new,
+        pod_sets.as_deref(),
+        default_queue_exists,
+        config,
+    );
     if let Some(message) = aggregate(&violations) {
         return JobVerdict {
             denial: Some(message),
@@ -675,7 +680,8 @@ pub async fn validate_job(
     {
         return JobVerdict::default();
     }
-    let findings = check_queue_references(framework, config, state, namespace, new, queue).await;
+    let findings =
+        check_queue_references(pod_sets.as_deref(), config, state, namespace, new, queue).await;
     let mut verdict = JobVerdict::default();
     if !findings.problems.is_empty() {
         let message = findings.problems.join("; ");

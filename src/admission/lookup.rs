@@ -22,7 +22,10 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, ResourceExt};
 use tracing::warn;
 
+use super::capacity::{self, SnapshotCache};
 use crate::api::v1beta2::{ClusterQueue, Cohort, LocalQueue, ResourceFlavor};
+use crate::quota::Snapshot;
+use crate::quota::from_api::QuotaError;
 use crate::stores::Stores;
 
 /// The objects quota arithmetic needs: every ClusterQueue, Cohort and ResourceFlavor.
@@ -73,6 +76,12 @@ pub trait ClusterLookup: Send + Sync {
     /// ClusterQueues, Cohorts and ResourceFlavors (cache).
     fn quota_objects(&self) -> QuotaObjects;
 
+    /// The quota core's snapshot of `objects` ([`capacity::snapshot`]); an implementation may
+    /// keep one while the objects stay the same.
+    fn quota_snapshot(&self, objects: &QuotaObjects) -> Result<Arc<Snapshot>, QuotaError> {
+        capacity::snapshot(objects).map(Arc::new)
+    }
+
     /// ClusterQueues, Cohorts and ResourceFlavors listed live, to confirm a verdict reached
     /// on the cache; `None` if the API server could not be asked.
     fn live_quota_objects(&self) -> BoxFuture<'_, Option<QuotaObjects>>;
@@ -86,12 +95,17 @@ pub trait ClusterLookup: Send + Sync {
 pub struct StoreLookup {
     stores: Stores,
     client: Client,
+    snapshots: Arc<SnapshotCache>,
 }
 
 impl StoreLookup {
     /// Reads `stores`; `client` makes the confirming calls.
     pub fn new(stores: Stores, client: Client) -> Self {
-        Self { stores, client }
+        Self {
+            stores,
+            client,
+            snapshots: Arc::default(),
+        }
     }
 }
 
@@ -186,6 +200,10 @@ impl ClusterLookup for StoreLookup {
             cohorts: self.stores.cohorts.state(),
             resource_flavors: self.stores.resource_flavors.state(),
         }
+    }
+
+    fn quota_snapshot(&self, objects: &QuotaObjects) -> Result<Arc<Snapshot>, QuotaError> {
+        self.snapshots.snapshot(objects)
     }
 
     fn live_quota_objects(&self) -> BoxFuture<'_, Option<QuotaObjects>> {

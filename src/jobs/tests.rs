@@ -1691,7 +1691,8 @@ fn requests_of(framework: &dyn JobFramework, job: &Value, gates: TopologyGates) 
 }
 
 fn tas_errors(framework: &dyn JobFramework, job: &Value) -> String {
-    aggregate(&topology::validate(framework, job, TAS)).unwrap_or_default()
+    let pod_sets = framework.build_pod_sets(job).unwrap_or_default();
+    aggregate(&topology::validate(framework, job, &pod_sets, TAS)).unwrap_or_default()
 }
 
 #[test]
@@ -1960,12 +1961,14 @@ fn topology_annotations_are_refused_with_kueues_messages() {
     for (job, want) in cases {
         assert_eq!(tas_errors(&BatchJob, &job), want);
     }
+    let multi_layer_job = job(&[(
+        "kueue.x-k8s.io/podset-slice-required-topology-constraints",
+        r#"[{"topology":"rack","size":2}]"#,
+    )]);
     let without_multi_layer = topology::validate(
         &BatchJob,
-        &job(&[(
-            "kueue.x-k8s.io/podset-slice-required-topology-constraints",
-            r#"[{"topology":"rack","size":2}]"#,
-        )]),
+        &multi_layer_job,
+        &BatchJob.build_pod_sets(&multi_layer_job).unwrap(),
         TopologyGates {
             enabled: true,
             multi_layer: false,

@@ -445,20 +445,19 @@ fn field_path(pointer: &str) -> String {
     path
 }
 
-/// Kueue's topology validation of a job (TAS gate on): each PodSet's annotations, its slice
-/// size against its pod count, then the PodSet groups.
+/// Kueue's topology validation of a job (TAS gate on) whose PodSets, as its framework builds
+/// them, are `pod_sets`: each PodSet's annotations, its slice size against its pod count, then
+/// the PodSet groups.
 pub fn validate(
     framework: &dyn JobFramework,
     job: &Value,
+    pod_sets: &[PodSet],
     gates: TopologyGates,
 ) -> Vec<FieldError> {
     if !gates.enabled {
         return Vec::new();
     }
-    let (Ok(pod_sets), Ok(pointers)) = (
-        framework.build_pod_sets(job),
-        framework.template_pointers(job),
-    ) else {
+    let Ok(pointers) = framework.template_pointers(job) else {
         return Vec::new();
     };
     let metadata_paths: Vec<String> = pointers
@@ -478,8 +477,8 @@ pub fn validate(
         }
         errors.extend(annotation_errors);
     }
-    if let Ok(requests) = topology_requests(framework, job, &pod_sets, gates) {
-        errors.extend(validate_groups(&pod_sets, &requests, &metadata_paths));
+    if let Ok(requests) = topology_requests(framework, job, pod_sets, gates) {
+        errors.extend(validate_groups(pod_sets, &requests, &metadata_paths));
     }
     errors
 }
