@@ -1,7 +1,7 @@
 //! Wire-level helpers: turning request bodies into review requests, shaping responses, and the
 //! `metav1.Status` body of HTTP errors. Pure functions, no I/O.
 
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
 use kube::core::{DynamicObject, Status};
 use serde_json::{Value, json};
@@ -132,6 +132,16 @@ pub fn error_status(code: u16, reason: &str, message: &str) -> Value {
     })
 }
 
+/// The operation as the API server names it (`CREATE`, `UPDATE`, `DELETE`, `CONNECT`).
+pub fn operation_name(operation: &Operation) -> &'static str {
+    match operation {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
+        Operation::Connect => "CONNECT",
+    }
+}
+
 /// A short description of the request for logs: `group/version/Kind` (core: `version/Kind`).
 pub fn kind_label(request: &AdmissionRequest<DynamicObject>) -> String {
     let kind = &request.kind;
@@ -216,6 +226,14 @@ mod tests {
         for (name, body, expected_prefix) in cases {
             let message = parse_admission_review(body).unwrap_err().to_string();
             assert!(message.starts_with(expected_prefix), "{name}: {message}");
+        }
+    }
+
+    #[test]
+    fn operations_are_named_as_the_api_server_sends_them() {
+        for name in ["CREATE", "UPDATE", "DELETE", "CONNECT"] {
+            let operation: Operation = serde_json::from_value(json!(name)).unwrap();
+            assert_eq!(operation_name(&operation), name);
         }
     }
 

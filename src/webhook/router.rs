@@ -212,10 +212,7 @@ async fn admit(State(state): State<WebhookState>, request: Request) -> Response 
         span.record("kind", review::kind_label(&request));
         span.record("namespace", request.namespace.as_deref().unwrap_or(""));
         span.record("name", request.name.as_str());
-        span.record(
-            "operation",
-            format!("{:?}", request.operation).to_uppercase(),
-        );
+        span.record("operation", review::operation_name(&request.operation));
 
         let response = if route.webhook_type == WebhookType::Mutating && !route.matches(&request) {
             // The configuration sent us a kind this path does not mutate. Denying (failing
