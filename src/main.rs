@@ -6,8 +6,9 @@ use clap::Parser;
 
 /// jemalloc instead of the C library's allocator: a scheduling pass allocates and frees many
 /// small objects, which glibc's malloc spent about half the pass's time on (and musl's, in the
-/// static image, is slower still). Against mimalloc, which did as well on CPU, jemalloc holds
-/// about a sixth less memory at the peak of Kueue's scheduler benchmark (BENCHMARKS.md).
+/// static image, is slower still). Against mimalloc, which did as well on CPU, jemalloc peaks
+/// about a sixth lower on Kueue's scheduler benchmark with one cohort, and alike on the full
+/// baseline, whose peak is live data (BENCHMARKS.md).
 #[cfg(target_os = "linux")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
