@@ -64,7 +64,7 @@ pub fn queue_order(a: &Workload, b: &Workload) -> std::cmp::Ordering {
 }
 
 /// What makes two workloads equivalent for scheduling.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Shape {
     priority: i32,
     namespace_labels: Arc<BTreeMap<String, String>>,
@@ -77,6 +77,25 @@ impl Shape {
             priority: workload.priority,
             namespace_labels: Arc::clone(&workload.namespace_labels),
             pod_sets: Arc::clone(&workload.pod_sets),
+        }
+    }
+}
+
+/// Hashes the numbers of a shape only: every popped workload is looked up by its shape, and
+/// hashing the strings of its namespace labels and PodSets (names, resource names, selectors)
+/// took most of that lookup. Shapes that differ in those strings alone land in the same bucket
+/// and are told apart by `Eq`, which compares shared PodSets by address first.
+impl std::hash::Hash for Shape {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.priority.hash(state);
+        self.namespace_labels.len().hash(state);
+        self.pod_sets.len().hash(state);
+        for pod_set in self.pod_sets.iter() {
+            pod_set.count.hash(state);
+            pod_set.min_count.hash(state);
+            for quantity in pod_set.requests.values() {
+                quantity.hash(state);
+            }
         }
     }
 }
@@ -174,7 +193,9 @@ impl ClusterQueueQueue {
 /// [`Queues::requeue_inadmissible`] when capacity may have appeared.
 #[derive(Clone, Debug, Default)]
 pub struct Queues {
-    queues: BTreeMap<String, ClusterQueueQueue>,
+    // Hashed rather than ordered: a pass looks a queue up by name for every workload it pops,
+    // parks or counts; the few walks that need an order sort the names.
+    queues: HashMap<String, ClusterQueueQueue>,
     /// ClusterQueue of every known workload.
     location: HashMap<String, String>,
 }
@@ -315,11 +336,14 @@ impl Queues {
 
     /// Names of the queues holding active workloads.
     pub(super) fn active_queue_names(&self) -> Vec<String> {
-        self.queues
+        let mut names: Vec<String> = self
+            .queues
             .iter()
             .filter(|(_, queue)| !queue.active.is_empty())
             .map(|(name, _)| name.clone())
-            .collect()
+            .collect();
+        names.sort_unstable();
+        names
     }
 
     /// Moves workloads whose `requeueAt` is in the future out of the active set, and those whose

@@ -8,7 +8,7 @@
 //! not finished: that is the state an admitter restarted after a crash rebuilds its usage from.
 //! It is pending when it holds no quota, is active, is not finished and its LocalQueue exists.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Weak};
@@ -415,7 +415,8 @@ pub fn convert_cached(
     cache: &mut ConversionCache,
 ) -> Converted {
     let references = state.references(options);
-    let stopped_cluster_queues: HashMap<String, bool> = state
+    // Hashed: the maps below are looked up for every workload of every pass.
+    let stopped_cluster_queues: foldhash::HashMap<String, bool> = state
         .cluster_queues
         .iter()
         .map(|cq| {
@@ -423,7 +424,7 @@ pub fn convert_cached(
             (cq.name_any(), stopped)
         })
         .collect();
-    let namespace_labels: BTreeMap<String, Arc<BTreeMap<String, String>>> = state
+    let namespace_labels: foldhash::HashMap<String, Arc<BTreeMap<String, String>>> = state
         .namespaces
         .iter()
         .map(|namespace| (namespace.name_any(), Arc::new(namespace.labels().clone())))
@@ -435,7 +436,7 @@ pub fn convert_cached(
             .or_default()
             .push(LimitRange::clone(range));
     }
-    let local_queues: BTreeMap<LocalQueueRef, &api::LocalQueue> = state
+    let local_queues: foldhash::HashMap<LocalQueueRef, &api::LocalQueue> = state
         .local_queues
         .iter()
         .map(|queue| {
@@ -566,7 +567,9 @@ pub fn convert_cached(
                 });
             }
             Placement::Queued(queue_name) => {
-                let local_queue = LocalQueueRef::new(namespace, queue_name);
+                // Built above from the same queue name.
+                let local_queue =
+                    local_queue.unwrap_or_else(|| LocalQueueRef::new(namespace, queue_name));
                 let Some(queue_object) = queue_object else {
                     converted.unqueued.push(Unqueued {
                         workload: key,
@@ -771,7 +774,7 @@ fn needs_deactivation(workload: &api::Workload) -> bool {
 fn requeue_step(
     workload: &api::Workload,
     local_queue: Option<&api::LocalQueue>,
-    stopped_cluster_queues: &HashMap<String, bool>,
+    stopped_cluster_queues: &foldhash::HashMap<String, bool>,
 ) -> Option<Requeue> {
     if !workload.spec.is_active() || workload.is_condition_true(condition::FINISHED) {
         return None;

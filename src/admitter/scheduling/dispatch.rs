@@ -1,8 +1,10 @@
 //! Status writes, one in flight per workload (later ones queue behind it, so writes to one
 //! workload stay in order), and the retry backoff for admissions the API server refused.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+// foldhash rather than SipHash: a pass asks about the backoff of every pending workload.
+use foldhash::{HashMap, HashMapExt};
 
 use jiff::Timestamp;
 use tokio::task::JoinSet;

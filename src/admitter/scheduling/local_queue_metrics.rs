@@ -73,16 +73,14 @@ pub fn pending_by_local_queue(
     converted: &Converted,
     queues: &Queues,
 ) -> BTreeMap<LocalQueueRef, PendingCounts> {
-    let mut pending: BTreeMap<LocalQueueRef, PendingCounts> = BTreeMap::new();
+    // Hashed while counting: thousands wait in a few LocalQueues.
+    let mut pending: foldhash::HashMap<&LocalQueueRef, PendingCounts> =
+        foldhash::HashMap::default();
     for waiting in &converted.pending {
         let Some(parked) = queues.parked(&waiting.workload.key) else {
             continue;
         };
-        // Looked up before inserting: thousands wait in a few LocalQueues.
-        let counts = match pending.get_mut(&waiting.local_queue) {
-            Some(counts) => counts,
-            None => pending.entry(waiting.local_queue.clone()).or_default(),
-        };
+        let counts = pending.entry(&waiting.local_queue).or_default();
         if parked {
             counts.inadmissible += 1;
         } else {
@@ -91,11 +89,14 @@ pub fn pending_by_local_queue(
     }
     for unqueued in &converted.unqueued {
         pending
-            .entry(unqueued.local_queue.clone())
+            .entry(&unqueued.local_queue)
             .or_default()
             .inadmissible += 1;
     }
     pending
+        .into_iter()
+        .map(|(local_queue, counts)| (local_queue.clone(), counts))
+        .collect()
 }
 
 /// A LocalQueue's gauges from its new status, its ClusterQueue (and whether that is active),

@@ -644,7 +644,9 @@ impl Scheduler {
         }
         self.known_cluster_queues = queue_names;
 
-        let mut pending_per_queue: BTreeMap<&LocalQueueRef, i32> = BTreeMap::new();
+        // Hashed: thousands of workloads are counted into a few dozen LocalQueues per pass.
+        let mut pending_per_queue: foldhash::HashMap<&LocalQueueRef, i32> =
+            foldhash::HashMap::default();
         let waiting = converted
             .pending
             .iter()

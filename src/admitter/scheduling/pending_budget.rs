@@ -12,7 +12,10 @@
 //! always lands, even for a workload no later pass evaluates again. Admissions and evictions
 //! never wait for it.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
+
+// foldhash rather than SipHash: every pending workload a pass evaluates is looked up here.
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use jiff::{SignedDuration, Timestamp};
 

@@ -135,6 +135,25 @@ fn queueing_scenarios() {
             want: vec![waiting("e1", 2), waiting("e2", 3)],
         },
         Scenario {
+            name: "shapes that differ only in their namespace's labels are evaluated separately",
+            snapshot: snapshot(
+                vec![cq_cpu("cq", 10).namespaces(Some(team_selector()))],
+                vec![wl("old", "cq", 0, 9).admitted_in("cq", "default", 1)],
+            ),
+            pending: vec![
+                wl("e1", "cq", 1, 3).namespace_label("team", "ml"),
+                wl("e2", "cq", 2, 3).namespace_label("team", "web"),
+            ],
+            want: vec![
+                waiting("e1", 2),
+                inadmissible(
+                    "e2",
+                    PendingReason::Misconfigured,
+                    "workload namespace doesn't match ClusterQueue selector",
+                ),
+            ],
+        },
+        Scenario {
             name: "Hold: no admissions, admitted workloads keep running",
             snapshot: snapshot(
                 vec![cq_cpu("cq", 10).stop(StopPolicy::Hold)],
