@@ -229,6 +229,7 @@ pub fn workload_without_pod_sets(
     );
     workload.uid = object.uid().unwrap_or_default();
     workload.job_uid = object.labels().get(JOB_UID_LABEL).cloned();
+    workload.local_queue = object.spec.queue_name.clone().unwrap_or_default();
     workload.namespace_labels = Arc::clone(inputs.namespace_labels);
     workload.priority = object.spec.priority.unwrap_or(0);
     workload.quota_reserved_at = object

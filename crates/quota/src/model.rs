@@ -594,6 +594,8 @@ pub struct Workload {
     /// Labels of the workload's namespace, matched against the ClusterQueue's namespace selector.
     /// Shared: every workload of a namespace has the same, and queues and caches copy workloads.
     pub namespace_labels: Arc<BTreeMap<String, String>>,
+    /// The LocalQueue it was submitted to (`spec.queueName`), in the namespace of its key.
+    pub local_queue: String,
     /// ClusterQueue the workload's LocalQueue points to.
     pub cluster_queue: String,
     /// Effective priority.
@@ -623,6 +625,7 @@ impl Workload {
             uid: String::new(),
             job_uid: None,
             namespace_labels: Arc::default(),
+            local_queue: String::new(),
             cluster_queue: cluster_queue.to_owned(),
             priority: 0,
             queue_timestamp,

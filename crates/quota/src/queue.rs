@@ -263,9 +263,22 @@ impl Queues {
         self.parked(key) == Some(true)
     }
 
+    /// Visits every pending workload with whether it is parked (`true`) rather than active or
+    /// in backoff: a walk of the queues, with no lookup per workload.
+    pub fn for_each_pending<'a>(&'a self, mut visit: impl FnMut(&'a Workload, bool)) {
+        for queue in self.queues.values() {
+            for workload in queue.active.values().chain(queue.backoff.values()) {
+                visit(workload, false);
+            }
+            for workload in queue.inadmissible.values() {
+                visit(workload, true);
+            }
+        }
+    }
+
     /// Whether a workload is parked (`Some(true)`) or active or in backoff (`Some(false)`);
-    /// `None` when it is not pending. One lookup where `contains` and `is_inadmissible` take two.
-    pub fn parked(&self, key: &str) -> Option<bool> {
+    /// `None` when it is not pending.
+    fn parked(&self, key: &str) -> Option<bool> {
         let cq = self.location.get(key)?;
         Some(
             self.queues

@@ -68,34 +68,40 @@ impl LocalQueueSelection {
 
 /// Workloads waiting per LocalQueue: `active` when the queues would still evaluate them,
 /// `inadmissible` when parked, and also for workloads that cannot wait in any ClusterQueue
-/// (their LocalQueue is stopped, say). Workloads the cycle just admitted are not counted.
+/// (their LocalQueue is stopped, say). Workloads the cycle just admitted have left the queues
+/// and are not counted.
 pub fn pending_by_local_queue(
     converted: &Converted,
     queues: &Queues,
 ) -> BTreeMap<LocalQueueRef, PendingCounts> {
-    // Hashed while counting: thousands wait in a few LocalQueues.
-    let mut pending: foldhash::HashMap<&LocalQueueRef, PendingCounts> =
-        foldhash::HashMap::default();
-    for waiting in &converted.pending {
-        let Some(parked) = queues.parked(&waiting.workload.key) else {
-            continue;
-        };
-        let counts = pending.entry(&waiting.local_queue).or_default();
+    // Counted by (namespace, LocalQueue name) from a walk of the queues, hashed: thousands
+    // wait in a few LocalQueues, and looking each one up in the queues cost most of a pass's
+    // metrics.
+    let mut pending: foldhash::HashMap<(&str, &str), PendingCounts> = foldhash::HashMap::default();
+    queues.for_each_pending(|workload, parked| {
+        let namespace = workload
+            .key
+            .split_once('/')
+            .map_or("", |(namespace, _)| namespace);
+        let counts = pending
+            .entry((namespace, workload.local_queue.as_str()))
+            .or_default();
         if parked {
             counts.inadmissible += 1;
         } else {
             counts.active += 1;
         }
-    }
+    });
     for unqueued in &converted.unqueued {
+        let local_queue = &unqueued.local_queue;
         pending
-            .entry(&unqueued.local_queue)
+            .entry((local_queue.namespace.as_str(), local_queue.name.as_str()))
             .or_default()
             .inadmissible += 1;
     }
     pending
         .into_iter()
-        .map(|(local_queue, counts)| (local_queue.clone(), counts))
+        .map(|((namespace, name), counts)| (LocalQueueRef::new(namespace, name), counts))
         .collect()
 }
 
@@ -227,28 +233,30 @@ mod tests {
 
     fn waiting(key: &str, local_queue: &str) -> PendingWorkload {
         let namespace = key.split_once('/').unwrap().0;
+        let mut workload =
+            crate::quota::model::Workload::new(key, "cq", jiff::Timestamp::UNIX_EPOCH);
+        workload.local_queue = local_queue.to_owned();
         PendingWorkload {
-            workload: std::sync::Arc::new(crate::quota::model::Workload::new(
-                key,
-                "cq",
-                jiff::Timestamp::UNIX_EPOCH,
-            )),
+            workload: std::sync::Arc::new(workload),
             local_queue: LocalQueueRef::new(namespace, local_queue),
             unchanged: false,
         }
     }
 
     // Parking is the quota core's business (its own tests cover `Queues::is_inadmissible`);
-    // here: queued ones count as active, unqueued ones as inadmissible, admitted ones not.
+    // here: queued ones count as active in their namespace's LocalQueue, unqueued ones as
+    // inadmissible, admitted ones not.
     #[test]
     fn pending_counts_skip_the_just_admitted_and_count_the_unqueued_as_inadmissible() {
         let mut queues = Queues::new();
         let first = waiting("ns/first", "lq");
         let second = waiting("ns/second", "lq");
-        queues.push(first.workload.as_ref().clone());
-        queues.push(second.workload.as_ref().clone());
+        let elsewhere = waiting("team/third", "lq");
+        for queued in [&first, &second, &elsewhere] {
+            queues.push(queued.workload.as_ref().clone());
+        }
         let converted = Converted {
-            pending: vec![first, second, waiting("ns/admitted", "lq")],
+            pending: vec![first, second, elsewhere, waiting("ns/admitted", "lq")],
             unqueued: vec![Unqueued {
                 workload: "ns/stopped".to_owned(),
                 local_queue: LocalQueueRef::new("ns", "stopped"),
@@ -272,6 +280,13 @@ mod tests {
                     PendingCounts {
                         active: 0,
                         inadmissible: 1
+                    }
+                ),
+                (
+                    LocalQueueRef::new("team", "lq"),
+                    PendingCounts {
+                        active: 1,
+                        inadmissible: 0
                     }
                 ),
             ])

@@ -303,6 +303,13 @@ fn parked_workloads_wait_for_a_change() {
     );
     assert!(queues.is_inadmissible("ns/big"));
     assert!(!queues.is_inadmissible("ns/small"));
+    let mut walked = Vec::new();
+    queues.for_each_pending(|workload, parked| walked.push((workload.key.clone(), parked)));
+    assert_eq!(
+        walked,
+        vec![("ns/big".to_owned(), true)],
+        "the admitted one left"
+    );
     assert!(!queues.has_work(ts(100)));
     assert_eq!(cycle(&busy, &mut queues), vec![]);
 
@@ -318,6 +325,9 @@ fn parked_workloads_wait_for_a_change() {
     );
     queues.requeue_inadmissible(&freed, RequeueScope::ClusterQueue("cq"));
     assert!(!queues.is_inadmissible("ns/big"));
+    let mut walked = Vec::new();
+    queues.for_each_pending(|workload, parked| walked.push((workload.key.clone(), parked)));
+    assert_eq!(walked, vec![("ns/big".to_owned(), false)]);
     assert!(queues.has_work(ts(100)));
     assert_eq!(
         cycle(&freed, &mut queues),

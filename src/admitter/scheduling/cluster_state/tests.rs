@@ -65,6 +65,7 @@ fn pending_workload_becomes_the_model_with_limit_range_defaults() {
     let mut want = model::Workload::new("team-a/wl", "cq", ts(100));
     want.uid = "uid-wl".to_owned();
     want.job_uid = Some("job-1".to_owned());
+    want.local_queue = "lq".to_owned();
     want.namespace_labels = Arc::new(labels(&[("team", "a")]));
     want.priority = 7;
     want.requeue_at = Some(ts(500));
