@@ -265,7 +265,7 @@ fn unfinished(workload: &Workload) -> bool {
 
 /// The watch event as the store sees it: objects `keeps` does not keep are left out of the
 /// initial list and deleted when they change.
-fn kept<K>(
+pub(crate) fn kept<K>(
     event: Result<watcher::Event<K>, watcher::Error>,
     keeps: fn(&K) -> bool,
 ) -> Option<Result<watcher::Event<K>, watcher::Error>> {
@@ -281,7 +281,7 @@ fn kept<K>(
 /// Drops what no reader of the stores looks at but every object carries: `managedFields`
 /// (several entries per Workload once Kueue-compatible tools apply its status) and kubectl's
 /// copy of the last applied object. It keeps the stores' memory in proportion to what is used.
-fn strip_bookkeeping<K: Resource>(object: &mut K) {
+pub(crate) fn strip_bookkeeping<K: Resource>(object: &mut K) {
     let meta = object.meta_mut();
     meta.managed_fields = None;
     if let Some(annotations) = meta.annotations.as_mut() {

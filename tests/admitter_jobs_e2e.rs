@@ -1,7 +1,8 @@
 //! The job controllers against a real control plane: Kuota creates a Workload for a suspended
 //! job, the test plays the scheduler (writes `status.admission`) and Kuota starts the job on the
 //! admitted flavor's nodes, finishes the Workload with the job, stops the job again when its
-//! Workload is evicted, and lets the garbage collector delete the Workload of a deleted job.
+//! Workload is evicted, lets the garbage collector delete the Workload of a deleted job, and
+//! finishes and releases the Workload of a job deleted with its dependents orphaned.
 //!
 //! All tests share one control plane and one set of controllers, run on one runtime so the
 //! controllers outlive each test.
@@ -198,9 +199,9 @@ async fn admit(workloads: &Api<Workload>, name: &str, pod_sets: &[(&str, i32)]) 
 }
 
 /// Creates Job `name` of one pod requesting more cpu than any node has, so that its pod stays
-/// Pending and the Job keeps running once started; waits for its Workload and admits it.
-/// Returns the Job as created and the Workload's name.
-async fn admit_pending_job(
+/// Pending and the Job keeps running once started; waits for its Workload, admits it and waits
+/// until Kuota starts the Job. Returns the Job as created and the Workload's name.
+async fn start_pending_job(
     jobs: &Api<Job>,
     workloads: &Api<Workload>,
     name: &str,
@@ -212,6 +213,13 @@ async fn admit_pending_job(
     let workload = workload_name("Job", "batch", name, &job.uid().expect("uid"));
     workload_named(workloads, &workload).await;
     admit(workloads, &workload, &[("main", 1)]).await;
+    eventually(WAIT, "the Job runs", || async {
+        jobs.get(name)
+            .await
+            .is_ok_and(|job| job.spec.as_ref().and_then(|spec| spec.suspend) == Some(false))
+    })
+    .await
+    .expect("the Job runs");
     (job, workload)
 }
 
@@ -458,7 +466,7 @@ fn an_evicted_job_is_suspended_restored_and_requeued() {
     RUNTIME.block_on(async {
         let (ns, client, jobs, workloads) = test_space().await;
 
-        let (job, name) = admit_pending_job(&jobs, &workloads, "victim").await;
+        let (job, name) = start_pending_job(&jobs, &workloads, "victim").await;
         let original_template =
             serde_json::to_value(&job.spec.as_ref().expect("spec").template).expect("template");
         eventually(WAIT, "the Job is running with pods", || async {
@@ -468,7 +476,7 @@ fn an_evicted_job_is_suspended_restored_and_requeued() {
             })
         })
         .await
-        .expect("the Job runs");
+        .expect("the Job has its pod");
 
         let message = "Preempted to accommodate a workload (UID: 0000, JobUID: 1111) due to prioritization in the ClusterQueue";
         let time = now();
@@ -519,14 +527,7 @@ fn an_evicted_job_is_suspended_restored_and_requeued() {
 fn the_job_of_a_workload_kuota_deactivated_is_deleted_after_the_retention() {
     RUNTIME.block_on(async {
         let (ns, client, jobs, workloads) = test_space().await;
-        let (_, name) = admit_pending_job(&jobs, &workloads, "given-up").await;
-        eventually(WAIT, "the Job runs", || async {
-            jobs.get("given-up")
-                .await
-                .is_ok_and(|job| job.spec.as_ref().and_then(|spec| spec.suspend) == Some(false))
-        })
-        .await
-        .expect("the Job runs");
+        let (_, name) = start_pending_job(&jobs, &workloads, "given-up").await;
 
         // What the admitter writes when it deactivates a Workload past its requeuing limit.
         workloads
@@ -696,14 +697,7 @@ fn the_workload_of_a_deleted_job_is_garbage_collected() {
         let (_ns, _, jobs, workloads) = test_space().await;
 
         // Pending pods keep the job running and its Workload holding quota and the finalizer.
-        let (_, name) = admit_pending_job(&jobs, &workloads, "doomed").await;
-        eventually(WAIT, "the Job runs", || async {
-            jobs.get("doomed")
-                .await
-                .is_ok_and(|job| job.spec.as_ref().and_then(|spec| spec.suspend) == Some(false))
-        })
-        .await
-        .expect("the Job runs");
+        let (_, name) = start_pending_job(&jobs, &workloads, "doomed").await;
         let held = workloads.get(&name).await.expect("workload");
         assert_eq!(held.finalizers(), ["kueue.x-k8s.io/resource-in-use"]);
 
@@ -715,5 +709,48 @@ fn the_workload_of_a_deleted_job_is_garbage_collected() {
         })
         .await
         .expect("the garbage collector deletes the Workload");
+    });
+}
+
+#[test]
+fn the_workload_of_a_job_deleted_with_orphan_propagation_is_finished_and_released() {
+    RUNTIME.block_on(async {
+        // `_ns` keeps the namespace until the test ends.
+        let (_ns, _, jobs, workloads) = test_space().await;
+
+        let (_, name) = start_pending_job(&jobs, &workloads, "abandoned").await;
+
+        // `kubectl delete --cascade=orphan`: the garbage collector strips the Workload's owner
+        // reference and leaves it, holding quota, with no job to finish it.
+        jobs.delete("abandoned", &DeleteParams::orphan())
+            .await
+            .expect("delete job");
+        eventually(
+            WAIT,
+            "the orphaned Workload lets go of its finalizer",
+            || async {
+                workloads
+                    .get(&name)
+                    .await
+                    .is_ok_and(|workload| workload.finalizers().is_empty())
+            },
+        )
+        .await
+        .expect("the orphaned Workload lets go of its finalizer");
+        let released = workloads.get(&name).await.expect("the Workload stays");
+        let finished = condition(&released, "Finished").expect("Finished");
+        assert_eq!(
+            (
+                finished.status.as_str(),
+                finished.reason.as_str(),
+                finished.message.as_str()
+            ),
+            (
+                "True",
+                "OwnerNotFound",
+                "The workload's owner no longer exists"
+            )
+        );
+        assert!(released.owner_references().is_empty());
     });
 }

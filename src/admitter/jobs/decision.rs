@@ -211,8 +211,21 @@ pub fn reconcile_decision(input: &JobInput<'_>) -> Result<JobAction, DecisionErr
         ..
     } = *input;
 
+    // A deleted job first finishes its Workload, which releases the quota even when the
+    // Workload outlives the job (`--cascade=orphan`), then lets go of it.
     if is_deleting(job) {
         return Ok(match workload {
+            Some(workload)
+                if settings.finish_orphaned_workloads
+                    && workload.metadata.deletion_timestamp.is_none()
+                    && !workload.is_condition_true(condition::FINISHED) =>
+            {
+                JobAction::PatchWorkloadStatus {
+                    status: Box::new(status::finish_orphaned(workload, now)),
+                    job_event: None,
+                    workload_event: None,
+                }
+            }
             Some(workload) if has_finalizer(workload) => JobAction::RemoveFinalizer { event: None },
             _ => JobAction::Nothing,
         });

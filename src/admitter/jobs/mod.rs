@@ -1,8 +1,9 @@
 //! The job side of the admitter: one kube-runtime `Controller` per enabled job framework keeps a
 //! Workload for each managed job, starts the job once its Workload is admitted, stops it when
 //! the Workload is evicted and finishes the Workload when the job finishes (Kueue's
-//! `jobframework` reconciler). A second controller over Workloads lets go of Workloads whose
-//! job is gone, so the garbage collector can delete them.
+//! `jobframework` reconciler). A second controller, over the metadata of job-owned Workloads,
+//! finishes the Workloads whose job is gone (releasing their quota) and lets go of them, so the
+//! garbage collector can delete them.
 //!
 //! The decisions are pure ([`reconcile_decision`]); this module reads their inputs (the job from
 //! the controller's cache, its Workload fresh from the API server, flavors, namespaces and
@@ -32,11 +33,11 @@ use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use kube::{
     Api, Client, Resource, ResourceExt,
     api::{DeleteParams, ListParams, Patch, PatchParams},
-    core::{ApiResource, DynamicObject},
+    core::{ApiResource, DynamicObject, PartialObjectMeta},
     runtime::{
-        Controller,
+        Controller, WatchStreamExt,
         controller::{Action, Config as ControllerConfig},
-        reflector::{ObjectRef, Store},
+        reflector::{self, ObjectRef, Store},
         watcher,
     },
 };
@@ -48,13 +49,16 @@ pub use decision::{
 
 use crate::admitter::jobs::workload_builder::{PodPriorityClass, PriorityClasses, PriorityError};
 use crate::admitter::writers::status_apply::apply_status;
-use crate::api::constants::{JOB_UID_LABEL, RESOURCE_IN_USE_FINALIZER, condition, reason};
+use crate::api::constants::{JOB_UID_LABEL, RESOURCE_IN_USE_FINALIZER, condition};
 use crate::api::v1beta2::{ResourceFlavorSpec, Workload, WorkloadStatus};
 use crate::config::Configuration;
 use crate::jobs::{self, FRAMEWORKS, JobFramework};
 use crate::k8s::events::{Event, EventRecorder, JOB_CONTROLLER_NAME};
 use crate::k8s::json::merge_patch;
-use crate::stores::Stores;
+use crate::stores::{Stores, kept, strip_bookkeeping};
+
+/// A Workload's metadata, as the controller of orphaned Workloads watches it.
+type WorkloadMeta = PartialObjectMeta<Workload>;
 
 /// Workers per controller when `controller.groupKindConcurrency` does not name the kind.
 const DEFAULT_CONCURRENCY: u16 = 5;
@@ -525,10 +529,24 @@ fn priority_classes(stores: &Stores) -> PriorityClasses {
 
 // === The Workload side: letting go of Workloads whose job is gone ===
 
+/// Watches, as metadata only, the job-owned Workloads a gone job can leave behind: those that
+/// still hold the `resource-in-use` finalizer and those that lost their owner reference (Kueue
+/// finishes those too). A Workload that finishes with its job loses the finalizer and leaves the
+/// store, so the store follows the live Workloads, not every Workload ever run, and holds no
+/// pod templates (the shared store has those).
 async fn run_orphan_controller(shared: Arc<SharedContext>, shutdown: Shutdown) {
-    let workloads: Api<Workload> = Api::all(shared.client.clone());
     let concurrency = concurrency(&shared.config, "Workload.kueue.x-k8s.io");
-    Controller::new(workloads, watcher::Config::default().labels(JOB_UID_LABEL))
+    let (reader, writer) = reflector::store();
+    let config = watcher::Config::default()
+        .labels(JOB_UID_LABEL)
+        .any_semantic();
+    let workloads = watcher(Api::<WorkloadMeta>::all(shared.client.clone()), config)
+        .default_backoff()
+        .modify(strip_bookkeeping)
+        .filter_map(|event| futures::future::ready(kept(event, may_be_orphaned)))
+        .reflect(writer)
+        .touched_objects();
+    Controller::for_stream(workloads, reader)
         .with_config(ControllerConfig::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown)
         .run(reconcile_workload, workload_error_policy, shared)
@@ -540,7 +558,11 @@ async fn run_orphan_controller(shared: Arc<SharedContext>, shutdown: Shutdown) {
         .await;
 }
 
-fn workload_error_policy(workload: Arc<Workload>, error: &Error, _: Arc<SharedContext>) -> Action {
+fn workload_error_policy(
+    workload: Arc<WorkloadMeta>,
+    error: &Error,
+    _: Arc<SharedContext>,
+) -> Action {
     if error.is_conflict() {
         return Action::requeue(CONFLICT_RETRY);
     }
@@ -563,39 +585,40 @@ enum Owner {
 
 #[tracing::instrument(skip_all, fields(workload = %key_of(workload.as_ref())))]
 async fn reconcile_workload(
-    workload: Arc<Workload>,
+    workload: Arc<WorkloadMeta>,
     shared: Arc<SharedContext>,
 ) -> Result<Action, Error> {
-    if !has_finalizer(&workload) {
-        return Ok(Action::await_change());
-    }
-    let owner = owner_state(&shared, &workload).await?;
+    let owner = owner_state(&shared, workload.as_ref()).await?;
     let namespace = workload.namespace().unwrap_or_default();
     let workloads: Api<Workload> = Api::namespaced(shared.client.clone(), &namespace);
     match owner {
         Owner::Present | Owner::Foreign => {}
-        Owner::Deleting => remove_finalizer(&workloads, &workload).await?,
-        Owner::Gone => {
-            let mut current = (*workload).clone();
-            if workload.metadata.deletion_timestamp.is_none()
-                && shared.settings.finish_orphaned_workloads
-                && !workload.is_condition_true(condition::FINISHED)
-            {
-                let finished = status::finish(
-                    &workload,
-                    reason::OWNER_NOT_FOUND,
-                    "The workload's owner no longer exists",
-                    Timestamp::now(),
-                );
-                current = patch_workload_status(&workloads, &workload, &finished).await?;
+        Owner::Deleting => {
+            if has_finalizer(workload.as_ref()) {
+                remove_finalizer(&workloads, workload.as_ref()).await?;
             }
-            remove_finalizer(&workloads, &current).await?;
+        }
+        Owner::Gone => {
+            // The store holds metadata only: finishing needs the Workload's status.
+            let Some(mut current) = workloads.get_opt(&workload.name_any()).await? else {
+                return Ok(Action::await_change());
+            };
+            if current.metadata.deletion_timestamp.is_none()
+                && shared.settings.finish_orphaned_workloads
+                && !current.is_condition_true(condition::FINISHED)
+            {
+                let finished = status::finish_orphaned(&current, Timestamp::now());
+                current = patch_workload_status(&workloads, &current, &finished).await?;
+            }
+            if has_finalizer(&current) {
+                remove_finalizer(&workloads, &current).await?;
+            }
         }
     }
     Ok(Action::await_change())
 }
 
-async fn owner_state(shared: &SharedContext, workload: &Workload) -> Result<Owner, Error> {
+async fn owner_state(shared: &SharedContext, workload: &impl Resource) -> Result<Owner, Error> {
     let Some(owner) = workload
         .owner_references()
         .iter()
@@ -624,7 +647,7 @@ async fn owner_state(shared: &SharedContext, workload: &Workload) -> Result<Owne
                     .within(&namespace),
             )
         });
-    if workload.metadata.deletion_timestamp.is_none()
+    if workload.meta().deletion_timestamp.is_none()
         && cached.as_ref().is_some_and(|job| {
             job.uid().as_deref() == Some(owner.uid.as_str())
                 && job.metadata.deletion_timestamp.is_none()
@@ -661,7 +684,10 @@ async fn patch_workload_status(
     Ok(apply_status(workloads, workload, new).await?)
 }
 
-async fn remove_finalizer(workloads: &Api<Workload>, workload: &Workload) -> Result<(), Error> {
+async fn remove_finalizer(
+    workloads: &Api<Workload>,
+    workload: &impl Resource,
+) -> Result<(), Error> {
     let remaining: Vec<&String> = workload
         .finalizers()
         .iter()
@@ -721,7 +747,12 @@ fn normal(reason: &str, note: String) -> Event {
     }
 }
 
-fn has_finalizer(workload: &Workload) -> bool {
+/// Whether the controller of orphaned Workloads keeps the Workload in view.
+fn may_be_orphaned(workload: &WorkloadMeta) -> bool {
+    has_finalizer(workload) || workload.owner_references().is_empty()
+}
+
+fn has_finalizer(workload: &impl Resource) -> bool {
     workload
         .finalizers()
         .iter()

@@ -46,6 +46,16 @@ pub fn finish(workload: &Workload, reason: &str, message: &str, now: Timestamp) 
     status
 }
 
+/// Finishes a Workload whose job is gone or going, as Kueue does with `FinishOrphanedWorkloads`.
+pub fn finish_orphaned(workload: &Workload, now: Timestamp) -> WorkloadStatus {
+    finish(
+        workload,
+        reason::OWNER_NOT_FOUND,
+        "The workload's owner no longer exists",
+        now,
+    )
+}
+
 /// Releases the quota of an evicted Workload whose job has stopped: `Requeued` (True only for
 /// `Preempted` and `NodeFailures` evictions) with the eviction's reason and message,
 /// `QuotaReserved=False` reason `Pending`, no `status.admission`, and `Admitted=False` reason

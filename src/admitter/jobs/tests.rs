@@ -485,16 +485,44 @@ fn a_finished_workload_lets_go_of_its_finalizer_once() {
 }
 
 #[test]
-fn a_deleted_job_or_workload_releases_the_finalizer() {
+fn a_deleted_job_finishes_its_workload_then_releases_the_finalizer() {
     let job = JobBuilder::batch()
         .set("/metadata/deletionTimestamp", json!(NOW))
         .build();
     let workload = workload_of(&job).admitted().build();
+    let status = status_of(
+        Case::new(&BatchJob, job.clone())
+            .workload(workload.clone())
+            .action(),
+    );
     assert_eq!(
-        Case::new(&BatchJob, job).workload(workload).action(),
+        status.conditions.iter().find(|c| c.type_ == "Finished"),
+        Some(&condition(
+            "Finished",
+            "True",
+            "OwnerNotFound",
+            "The workload's owner no longer exists",
+            NOW
+        ))
+    );
+
+    let mut finished = workload.clone();
+    finished.status = Some(status);
+    assert_eq!(
+        Case::new(&BatchJob, job.clone())
+            .workload(finished)
+            .action(),
         JobAction::RemoveFinalizer { event: None }
     );
 
+    // Without `FinishOrphanedWorkloads` the Workload is only let go of, as in Kueue.
+    let mut case = Case::new(&BatchJob, job).workload(workload);
+    case.settings.finish_orphaned_workloads = false;
+    assert_eq!(case.action(), JobAction::RemoveFinalizer { event: None });
+}
+
+#[test]
+fn a_deleted_workload_stops_its_job_and_releases_the_finalizer() {
     let running = JobBuilder::batch().suspend(false).build();
     let mut deleting = workload_of(&running).admitted().build();
     deleting.metadata.deletion_timestamp = Some(at(NOW));
