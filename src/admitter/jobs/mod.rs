@@ -164,17 +164,22 @@ async fn run_framework(
         return;
     }
     let concurrency = concurrency(&shared.config, &format!("{}.{}", kind.kind, kind.group));
-    let controller = Controller::new_with(
-        jobs,
-        watcher::Config::default().any_semantic(),
-        api_resource.clone(),
-    )
-    .owns(
-        Api::<Workload>::all(shared.client.clone()),
-        watcher::Config::default().labels(JOB_UID_LABEL),
-    )
-    .with_config(ControllerConfig::default().concurrency(concurrency))
-    .graceful_shutdown_on(shutdown);
+    // The controller's cache of jobs is trimmed as the shared stores are: managedFields are
+    // often much of a job, and finished jobs stay until their TTL.
+    let writer = reflector::store::Writer::new(api_resource.clone());
+    let reader = writer.as_reader();
+    let trimmed_jobs = watcher(jobs, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .modify(strip_bookkeeping)
+        .reflect(writer)
+        .applied_objects();
+    let controller = Controller::for_stream_with(trimmed_jobs, reader, api_resource.clone())
+        .owns(
+            Api::<Workload>::all(shared.client.clone()),
+            watcher::Config::default().labels(JOB_UID_LABEL),
+        )
+        .with_config(ControllerConfig::default().concurrency(concurrency))
+        .graceful_shutdown_on(shutdown);
     if let Ok(mut job_stores) = shared.job_stores.write() {
         job_stores.insert(framework.name(), controller.store());
     }
