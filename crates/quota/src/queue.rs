@@ -260,7 +260,11 @@ impl Queues {
     /// Whether a pending workload is parked as inadmissible (until something changes), rather
     /// than active or in backoff; false for a workload that is not pending.
     pub fn is_inadmissible(&self, key: &str) -> bool {
-        self.parked(key) == Some(true)
+        self.location.get(key).is_some_and(|cq| {
+            self.queues
+                .get(cq)
+                .is_some_and(|queue| queue.inadmissible.contains_key(key))
+        })
     }
 
     /// Visits every pending workload with whether it is parked (`true`) rather than active or
@@ -274,17 +278,6 @@ impl Queues {
                 visit(workload, true);
             }
         }
-    }
-
-    /// Whether a workload is parked (`Some(true)`) or active or in backoff (`Some(false)`);
-    /// `None` when it is not pending.
-    fn parked(&self, key: &str) -> Option<bool> {
-        let cq = self.location.get(key)?;
-        Some(
-            self.queues
-                .get(cq)
-                .is_some_and(|queue| queue.inadmissible.contains_key(key)),
-        )
     }
 
     /// The ClusterQueue a pending workload sits in (active, parked or in backoff).
