@@ -327,8 +327,8 @@ fn an_admitted_job_runs_on_its_flavor_and_finishes_its_workload() {
             serde_json::to_value(&pod_sets[0].topology_request).expect("json"),
             json!({"podIndexLabel": "batch.kubernetes.io/job-completion-index"})
         );
-        let template_labels = pod_sets[0]
-            .template
+        let template = pod_sets[0].template.decode();
+        let template_labels = template
             .metadata
             .as_ref()
             .and_then(|metadata| metadata.labels.clone())
@@ -341,12 +341,7 @@ fn an_admitted_job_runs_on_its_flavor_and_finishes_its_workload() {
             !template_labels.contains_key("batch.kubernetes.io/controller-uid"),
             "the Job controller's labels stay out of the PodSet: {template_labels:?}"
         );
-        let container = &pod_sets[0]
-            .template
-            .spec
-            .as_ref()
-            .expect("pod spec")
-            .containers[0];
+        let container = &template.spec.as_ref().expect("pod spec").containers[0];
         assert_eq!(
             container
                 .resources

@@ -9,6 +9,7 @@ pub mod constants;
 pub mod conversion;
 pub mod crds;
 pub mod kubernetes_schema;
+pub mod pod_template;
 mod schema;
 pub mod v1beta1;
 pub mod v1beta2;

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
-    LimitRange, Node, NodeSelectorRequirement as ApiNodeSelectorRequirement, PodSpec,
-    Taint as ApiTaint, Toleration as ApiToleration,
+    LimitRange, Node, NodeSelectorRequirement as ApiNodeSelectorRequirement, Taint as ApiTaint,
+    Toleration as ApiToleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as ApiLabelSelector;
@@ -283,9 +283,8 @@ fn pod_set_model(
     pod_set: &api::PodSet,
     inputs: &WorkloadInputs<'_>,
 ) -> Result<PodSet, QuantityError> {
-    let empty = PodSpec::default();
-    let spec = pod_set.template.spec.as_ref().unwrap_or(&empty);
-    let requests = pod_requests(spec, inputs.limit_ranges)?
+    let spec = pod_set.template.decode().spec.unwrap_or_default();
+    let requests = pod_requests(&spec, inputs.limit_ranges)?
         .into_iter()
         .filter(|(name, _)| {
             !inputs

@@ -386,14 +386,14 @@ pub fn v1beta2_workload() -> v1beta2::Workload {
             pod_sets: vec![
                 v1beta2::PodSet {
                     name: "launcher".to_owned(),
-                    template: pod_template("1", "1Gi"),
+                    template: pod_template("1", "1Gi").into(),
                     count: 1,
                     min_count: None,
                     topology_request: None,
                 },
                 v1beta2::PodSet {
                     name: "workers".to_owned(),
-                    template: pod_template("4", "16Gi"),
+                    template: pod_template("4", "16Gi").into(),
                     count: 5,
                     min_count: Some(2),
                     topology_request: Some(v1beta2::PodSetTopologyRequest {
@@ -459,14 +459,14 @@ pub fn v1beta1_workload() -> v1beta1::Workload {
             pod_sets: vec![
                 v1beta1::PodSet {
                     name: "launcher".to_owned(),
-                    template: pod_template("1", "1Gi"),
+                    template: pod_template("1", "1Gi").into(),
                     count: 1,
                     min_count: None,
                     topology_request: None,
                 },
                 v1beta1::PodSet {
                     name: "workers".to_owned(),
-                    template: pod_template("4", "16Gi"),
+                    template: pod_template("4", "16Gi").into(),
                     count: 5,
                     min_count: Some(2),
                     topology_request: Some(v1beta1::PodSetTopologyRequest {

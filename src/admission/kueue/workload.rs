@@ -125,9 +125,9 @@ fn validate_workload_object(
 
 fn validate_pod_set(pod_set: &PodSet, field: &str, gates: &FeatureGates) -> Vec<FieldError> {
     let mut errors: Vec<FieldError> = Vec::new();
-    let template = &pod_set.template;
+    let template = pod_set.template.decode();
     if gates.enabled(Feature::WorkloadValidationForPodSetMetadata) {
-        let metadata = template.metadata.clone().unwrap_or_default();
+        let metadata = template.metadata.unwrap_or_default();
         errors.extend(validate_labels(
             &metadata.labels.unwrap_or_default(),
             &format!("{field}.template.metadata.labels"),
@@ -137,7 +137,7 @@ fn validate_pod_set(pod_set: &PodSet, field: &str, gates: &FeatureGates) -> Vec<
             &format!("{field}.template.metadata.annotations"),
         ));
     }
-    let spec = template.spec.clone().unwrap_or_default();
+    let spec = template.spec.unwrap_or_default();
     let containers = [
         ("initContainers", spec.init_containers.unwrap_or_default()),
         ("containers", spec.containers),

@@ -13,6 +13,7 @@ use crate::api::constants::{
     JOB_UID_LABEL, MAX_EXEC_TIME_SECONDS_LABEL, PRIORITY_CLASS_LABEL,
     PROVISIONING_REQUEST_ANNOTATION_PREFIX, RESOURCE_IN_USE_FINALIZER, condition,
 };
+use crate::api::pod_template::PodTemplate;
 use crate::api::v1beta2::{
     PodSet as WorkloadPodSet, PriorityClassKind, PriorityClassRef, ResourceFlavorSpec, Workload,
     WorkloadSpec,
@@ -242,7 +243,7 @@ pub fn build_workload(
 pub fn to_workload_pod_set(pod_set: &PodSet) -> WorkloadPodSet {
     WorkloadPodSet {
         name: pod_set.name.clone(),
-        template: pod_set.template.clone(),
+        template: PodTemplate::new(&pod_set.template),
         count: pod_set.count,
         min_count: pod_set.min_count,
         topology_request: pod_set.topology_request.clone(),
@@ -253,7 +254,7 @@ pub fn to_workload_pod_set(pod_set: &PodSet) -> WorkloadPodSet {
 pub fn from_workload_pod_set(pod_set: &WorkloadPodSet) -> PodSet {
     PodSet {
         name: pod_set.name.clone(),
-        template: pod_set.template.clone(),
+        template: pod_set.template.decode(),
         count: pod_set.count,
         min_count: pod_set.min_count,
         topology_request: pod_set.topology_request.clone(),

@@ -493,7 +493,8 @@ fn requested_pod_sets<'a>(
 ) -> impl Iterator<Item = &'a PodSet> + 'a {
     let managed = &config.spec.managed_resources;
     workload.spec.pod_sets.iter().filter(move |pod_set| {
-        pod_set.count > 0 && (managed.is_empty() || uses(pod_set.template.spec.as_ref(), managed))
+        pod_set.count > 0
+            && (managed.is_empty() || uses(pod_set.template.decode().spec.as_ref(), managed))
     })
 }
 
@@ -586,7 +587,7 @@ fn provision(
                 .spec;
             info.add_flavor(&spec.node_labels, &spec.tolerations);
         }
-        let mut template = pod_set.template.clone();
+        let mut template = pod_set.template.decode();
         crate::jobs::merge_into_pod_template(&mut template, &info).map_err(|e| e.to_string())?;
         if let Some(spec) = template.spec.as_mut() {
             use_limits_as_missing_requests(spec);
@@ -638,8 +639,9 @@ fn can_merge(a: &PodSet, b: &PodSet, policy: PodSetMergePolicy) -> bool {
     match policy {
         PodSetMergePolicy::IdenticalPodTemplates => a.template == b.template,
         PodSetMergePolicy::IdenticalWorkloadSchedulingRequirements => {
-            let (Some(a), Some(b)) = (a.template.spec.as_ref(), b.template.spec.as_ref()) else {
-                return a.template.spec == b.template.spec;
+            let (a_spec, b_spec) = (a.template.decode().spec, b.template.decode().spec);
+            let (Some(a), Some(b)) = (&a_spec, &b_spec) else {
+                return a_spec == b_spec;
             };
             let requests = |containers: &[k8s_openapi::api::core::v1::Container]| {
                 containers

@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::api::constants::DEFAULT_POD_SET_NAME;
+use crate::api::pod_template::PodTemplate;
 use crate::api::schema;
 use crate::k8s::conditions;
 
@@ -247,7 +248,7 @@ pub struct PodSet {
 
     /// Template of the pods.
     #[schemars(schema_with = "crate::api::kubernetes_schema::marked::<PodTemplateSpec>")]
-    pub template: PodTemplateSpec,
+    pub template: PodTemplate,
 
     /// Number of pods.
     #[serde(default = "default_pod_set_count")]
