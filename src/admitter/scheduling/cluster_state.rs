@@ -21,7 +21,7 @@ use kube::ResourceExt;
 use crate::admitter::writers::workload_status::Requeue;
 use crate::api::constants::{condition, reason};
 use crate::api::v1beta2 as api;
-use crate::k8s::quantity::{QuantityError, format_quantity};
+use crate::k8s::quantity::QuantityError;
 use crate::quota::from_api::{
     self, ConversionOptions, CountAsZero, QueueReferences, WorkloadInputs, workload_key,
 };
@@ -802,27 +802,6 @@ struct WorkloadContext<'a> {
     inputs: WorkloadInputs<'a>,
     /// Identifies the inputs, for [`ConversionCache`].
     fingerprint: u64,
-}
-
-/// `status.resourceRequests` of a pending workload: each PodSet's per-pod requests × count.
-pub fn resource_requests(workload: &model::Workload) -> Vec<api::PodSetRequest> {
-    workload
-        .pod_sets
-        .iter()
-        .map(|pod_set| api::PodSetRequest {
-            name: pod_set.name.clone(),
-            resources: pod_set
-                .requests
-                .iter()
-                .map(|(resource, value)| {
-                    (
-                        resource.clone(),
-                        format_quantity(resource, value.saturating_mul(i64::from(pod_set.count))),
-                    )
-                })
-                .collect(),
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use kube::{Client, ResourceExt};
 use tokio::sync::{broadcast, watch};
 
 use crate::admitter::scheduling::cluster_state::{
-    CheckOutcome, ClusterState, Converted, LocalQueueRef, PendingWorkload, resource_requests,
+    CheckOutcome, ClusterState, Converted, LocalQueueRef, PendingWorkload,
 };
 use crate::admitter::writers::in_use;
 use crate::admitter::writers::queue_status::{
@@ -34,7 +34,7 @@ use crate::admitter::writers::queue_status::{
     cluster_queue_metric_status, inactive_reason,
 };
 use crate::admitter::writers::workload_status::{
-    self, Applier, Outcome, Preemption, Preemptor, Update,
+    self, Applier, Outcome, Preemption, Preemptor, ResourceRequests, Update,
 };
 use crate::api::constants::{condition, reason};
 use crate::api::v1beta2 as api;
@@ -335,18 +335,11 @@ impl Scheduler {
             let Some(object) = objects.get(&unqueued.workload) else {
                 continue;
             };
-            let requests = || {
-                object
-                    .status
-                    .as_ref()
-                    .map(|status| status.resource_requests.clone())
-                    .unwrap_or_default()
-            };
             self.write_pending(
                 &unqueued.workload,
                 object,
                 (unqueued.reason, &unqueued.message),
-                (true, requests),
+                (true, ResourceRequests::Unchanged),
                 now,
             );
         }
@@ -551,20 +544,23 @@ impl Scheduler {
             key,
             object,
             (reason, message),
-            (pending.unchanged, || resource_requests(&pending.workload)),
+            (
+                pending.unchanged,
+                ResourceRequests::Of(pending.workload.pod_sets.clone()),
+            ),
             context.now,
         );
     }
 
     /// Writes `QuotaReserved=False`, at the pending budget's pace, unless the workload already
-    /// shows exactly that. `requests` says whether they are the same as in the previous pass
-    /// (when the object is too), and gives them.
+    /// shows exactly that. `same_requests` says whether the workload's requests are the same as in
+    /// the previous pass (when the object is too).
     fn write_pending(
         &mut self,
         key: &str,
         object: &api::Workload,
         (reason, message): (PendingReason, &str),
-        (same_requests, requests): (bool, impl FnOnce() -> Vec<api::PodSetRequest>),
+        (same_requests, resource_requests): (bool, ResourceRequests),
         now: Timestamp,
     ) {
         let resource_version = object.metadata.resource_version.as_deref();
@@ -578,7 +574,7 @@ impl Scheduler {
         let update = Update::Pending {
             reason,
             message: message.to_owned(),
-            resource_requests: requests(),
+            resource_requests,
         };
         if matches!(update.status(object, now), Ok(Some(_))) {
             let same_reason = object

@@ -61,6 +61,37 @@ pub struct Preemption {
     pub preemptor: Preemptor,
 }
 
+/// What a pending status sets `status.resourceRequests` to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ResourceRequests {
+    /// What these PodSets of the quota model request in all. They are shared with the queues
+    /// and put in the API's shape only when written: thousands of pending statuses may wait for
+    /// the pending budget at once.
+    Of(Arc<[model::PodSet]>),
+    /// What the workload shows already.
+    Unchanged,
+}
+
+impl ResourceRequests {
+    /// The requests in the API's shape: each PodSet's per-pod requests times its count.
+    pub fn of(pod_sets: &[model::PodSet]) -> Vec<api::PodSetRequest> {
+        pod_sets
+            .iter()
+            .map(|pod_set| api::PodSetRequest {
+                name: pod_set.name.clone(),
+                resources: pod_set
+                    .requests
+                    .iter()
+                    .map(|(resource, value)| {
+                        let total = value.saturating_mul(i64::from(pod_set.count));
+                        (resource.clone(), format_quantity(resource, total))
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
 /// What to write to one Workload.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Update {
@@ -105,7 +136,7 @@ pub enum Update {
         /// Condition message.
         message: String,
         /// `status.resourceRequests`.
-        resource_requests: Vec<api::PodSetRequest>,
+        resource_requests: ResourceRequests,
     },
     /// Evict a workload holding quota: `Evicted=True` (and `Preempted=True` when preempted).
     Evict {
@@ -387,7 +418,9 @@ impl Update {
                 }
                 // What an eviction finished elsewhere left behind (see `Workload::reservation`).
                 status.admission = None;
-                status.resource_requests = resource_requests.clone();
+                if let ResourceRequests::Of(pod_sets) = resource_requests {
+                    status.resource_requests = ResourceRequests::of(pod_sets);
+                }
             }
             Update::Evict {
                 reason: evicted_reason,

@@ -5,6 +5,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::admitter::writers::workload_status::ResourceRequests;
 use crate::config::RequeuingTimestamp;
 use crate::quota::model::{
     Admission, FlavorResource, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm,
@@ -100,7 +101,7 @@ fn pending_workload_becomes_the_model_with_limit_range_defaults() {
         }]
     );
     assert_eq!(
-        resource_requests(&want),
+        ResourceRequests::of(&want.pod_sets),
         vec![api::PodSetRequest {
             name: "workers".to_owned(),
             resources: BTreeMap::from([

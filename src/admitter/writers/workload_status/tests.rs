@@ -130,13 +130,12 @@ fn pending_sets_quota_reserved_false_once() {
     let update = Update::Pending {
         reason: PendingReason::WaitingForQuota,
         message: "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed".to_owned(),
-        resource_requests: vec![api::PodSetRequest {
+        resource_requests: ResourceRequests::Of(Arc::from([model::PodSet {
             name: "main".to_owned(),
-            resources: BTreeMap::from([(
-                "cpu".to_owned(),
-                k8s_openapi::apimachinery::pkg::api::resource::Quantity("2".to_owned()),
-            )]),
-        }],
+            count: 4,
+            requests: BTreeMap::from([("cpu".to_owned(), 500), ("memory".to_owned(), 1 << 30)]),
+            ..model::PodSet::default()
+        }])),
     };
     assert_eq!(
         applied(&update, &object, 300),
@@ -146,7 +145,7 @@ fn pending_sets_quota_reserved_false_once() {
                 "message": "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed",
                 "observedGeneration": 1, "lastTransitionTime": rfc3339(300),
             }],
-            "resourceRequests": [{"name": "main", "resources": {"cpu": "2"}}],
+            "resourceRequests": [{"name": "main", "resources": {"cpu": "2", "memory": "4Gi"}}],
         })
     );
 
@@ -161,7 +160,7 @@ fn pending_sets_quota_reserved_false_once() {
     let other_message = Update::Pending {
         reason: PendingReason::WaitingForQuota,
         message: "later".to_owned(),
-        resource_requests: Vec::new(),
+        resource_requests: ResourceRequests::Of(Arc::default()),
     };
     let status = other_message.status(&written, ts(400)).unwrap().unwrap();
     assert_eq!(
@@ -170,6 +169,27 @@ fn pending_sets_quota_reserved_false_once() {
         "the status did not change, so neither does the transition time"
     );
     assert_eq!(status.conditions[0].message, "later");
+}
+
+#[test]
+fn pending_with_unchanged_requests_keeps_those_the_workload_shows() {
+    let mut object = workload("ns", "wl").queue("lq").build();
+    let shown = vec![api::PodSetRequest {
+        name: "main".to_owned(),
+        resources: BTreeMap::from([(
+            "cpu".to_owned(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity("3".to_owned()),
+        )]),
+    }];
+    object.status.get_or_insert_default().resource_requests = shown.clone();
+    let update = Update::Pending {
+        reason: PendingReason::Misconfigured,
+        message: "LocalQueue lq doesn't exist".to_owned(),
+        resource_requests: ResourceRequests::Unchanged,
+    };
+    let status = update.status(&object, ts(300)).unwrap().unwrap();
+    assert_eq!(status.resource_requests, shown);
+    assert_eq!(status.conditions[0].reason, "Misconfigured");
 }
 
 #[test]
@@ -186,7 +206,7 @@ fn pending_clears_a_stale_admitted_condition_and_skips_holders() {
     let update = Update::Pending {
         reason: PendingReason::Misconfigured,
         message: "LocalQueue lq doesn't exist".to_owned(),
-        resource_requests: Vec::new(),
+        resource_requests: ResourceRequests::Of(Arc::default()),
     };
     assert_eq!(
         applied(&update, &object, 300)["conditions"],
@@ -356,7 +376,7 @@ fn a_stale_admission_holds_no_quota() {
     let pending = Update::Pending {
         reason: PendingReason::WaitingForQuota,
         message: "waiting".to_owned(),
-        resource_requests: Vec::new(),
+        resource_requests: ResourceRequests::Of(Arc::default()),
     };
     assert_eq!(applied(&pending, &stale, 300).get("admission"), None);
 
