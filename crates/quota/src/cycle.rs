@@ -26,7 +26,7 @@ const WAITING_FOR_PODS_READY: &str =
 
 /// A head with its flavor assignment and preemption targets.
 struct Entry {
-    workload: Workload,
+    workload: Arc<Workload>,
     cq: usize,
     /// It issued preemptions in an earlier cycle and waits for its victims.
     preemptor: bool,
@@ -186,7 +186,7 @@ fn reject_unschedulable_queues(
 
 /// A workload popped from its queue.
 struct Head {
-    workload: Workload,
+    workload: Arc<Workload>,
     cq: usize,
     preemptor: bool,
 }
@@ -539,7 +539,7 @@ impl Round<'_> {
         let admission = assignment.to_admission(&spec.name);
         take_topology(&mut self.work.topologies, &workload, &admission);
         self.decisions.push(Decision::Admit {
-            workload: workload.key,
+            workload: workload.key.clone(),
             admission,
         });
         Outcome::Settled
@@ -573,7 +573,7 @@ impl Round<'_> {
     /// releases the capacity when the round ends.
     fn reject(
         &mut self,
-        workload: Workload,
+        workload: Arc<Workload>,
         cq: usize,
         verdict: Verdict,
         reserved: BTreeMap<FlavorResource, Quantity>,
@@ -597,7 +597,7 @@ impl Round<'_> {
     }
 
     /// Puts a head back for the next cycle and reports why, as Kueue's skipped entries.
-    fn skip(&mut self, workload: Workload, cq: usize, reason: PendingReason, message: &str) {
+    fn skip(&mut self, workload: Arc<Workload>, cq: usize, reason: PendingReason, message: &str) {
         self.decisions.push(Decision::Inadmissible {
             workload: workload.key.clone(),
             reason,

@@ -2,14 +2,15 @@
 //! parking lot for inadmissible workloads that are only retried when something changes, and
 //! a memory of failed workload shapes so identical workloads are not evaluated again.
 
+use std::borrow::Borrow;
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 // foldhash rather than SipHash: these maps are looked up for every pending workload in every
 // pass. It is seeded per process like SipHash, if less proof against crafted keys; the keys
 // are the names of objects the API server holds.
-use foldhash::HashMap;
+use foldhash::{HashMap, HashSet};
 use jiff::Timestamp;
 
 use super::decision::PendingReason;
@@ -36,31 +37,77 @@ pub struct PendingCounts {
     pub inadmissible: usize,
 }
 
-/// Queue order: higher priority first, then older, then UID.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct OrderKey {
-    priority: Reverse<i32>,
-    timestamp: Timestamp,
-    uid: String,
-    key: String,
-}
-
-impl OrderKey {
-    fn of(workload: &Workload) -> Self {
-        Self {
-            priority: Reverse(workload.priority),
-            timestamp: workload.queue_timestamp,
-            uid: workload.uid.clone(),
-            key: workload.key.clone(),
-        }
-    }
+/// What orders a queue: higher priority first, then the older queue-order timestamp, then
+/// UID, then key (so that two different workloads never compare equal).
+fn order_key(workload: &Workload) -> (Reverse<i32>, Timestamp, &str, &str) {
+    (
+        Reverse(workload.priority),
+        workload.queue_timestamp,
+        &workload.uid,
+        &workload.key,
+    )
 }
 
 /// The order in which a ClusterQueue considers its pending workloads: higher priority first,
 /// then the older queue-order timestamp, then UID. The visibility API lists pending workloads
 /// in this order, so that the positions it reports are the ones the scheduler follows.
 pub fn queue_order(a: &Workload, b: &Workload) -> std::cmp::Ordering {
-    OrderKey::of(a).cmp(&OrderKey::of(b))
+    order_key(a).cmp(&order_key(b))
+}
+
+/// A queued workload, ordered as its queue takes them.
+#[derive(Clone, Debug)]
+struct InQueueOrder(Arc<Workload>);
+
+impl Ord for InQueueOrder {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        queue_order(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for InQueueOrder {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for InQueueOrder {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for InQueueOrder {}
+
+/// A queued workload, found by its key. The queues hold the workloads they are given, shared
+/// with the caller, rather than copies keyed by copies of their keys and UIDs: that took about
+/// 10% of the admitter's heap with thousands pending.
+#[derive(Clone, Debug)]
+struct ByKey(Arc<Workload>);
+
+impl std::hash::Hash for ByKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.key.as_str().hash(state);
+    }
+}
+
+impl PartialEq for ByKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key == other.0.key
+    }
+}
+
+impl Eq for ByKey {}
+
+impl Borrow<str> for ByKey {
+    fn borrow(&self) -> &str {
+        &self.0.key
+    }
+}
+
+/// Whether `held` is the same workload as `given`, same version included.
+fn same_version(held: &ByKey, given: &Arc<Workload>) -> bool {
+    Arc::ptr_eq(&held.0, given) || *held.0 == **given
 }
 
 /// What makes two workloads equivalent for scheduling.
@@ -111,11 +158,12 @@ type Usage = BTreeMap<FlavorResource, Quantity>;
 
 #[derive(Clone, Debug, Default)]
 struct ClusterQueueQueue {
-    active: BTreeMap<OrderKey, Workload>,
-    // Looked up by key many times per pass for thousands of workloads, never walked in order.
-    order: HashMap<String, OrderKey>,
-    backoff: HashMap<String, Workload>,
-    inadmissible: HashMap<String, Workload>,
+    active: BTreeSet<InQueueOrder>,
+    // The entries of `active`, looked up by key many times per pass for thousands of
+    // workloads, never walked in order.
+    active_by_key: HashSet<ByKey>,
+    backoff: HashSet<ByKey>,
+    inadmissible: HashSet<ByKey>,
     failed_shapes: HashMap<Shape, Verdict>,
     /// The workload that issued preemptions and waits for its victims to go. Like Kueue's
     /// preemptor, which stays at the head of its queue, it is evaluated again in every cycle,
@@ -129,22 +177,22 @@ struct ClusterQueueQueue {
 }
 
 impl ClusterQueueQueue {
-    fn insert_active(&mut self, workload: Workload) {
-        let order = OrderKey::of(&workload);
-        self.order.insert(workload.key.clone(), order.clone());
-        self.active.insert(order, workload);
+    fn insert_active(&mut self, workload: Arc<Workload>) {
+        if let Some(ByKey(previous)) = self.active_by_key.replace(ByKey(Arc::clone(&workload))) {
+            self.active.remove(&InQueueOrder(previous));
+        }
+        self.active.insert(InQueueOrder(workload));
     }
 
-    fn remove_active(&mut self, key: &str) -> Option<Workload> {
-        let order = self.order.remove(key)?;
-        self.active.remove(&order)
+    fn remove_active(&mut self, key: &str) -> Option<Arc<Workload>> {
+        let ByKey(workload) = self.active_by_key.take(key)?;
+        self.active
+            .take(&InQueueOrder(workload))
+            .map(|entry| entry.0)
     }
 
     fn head_key(&self) -> Option<&str> {
-        self.active
-            .values()
-            .next()
-            .map(|workload| workload.key.as_str())
+        self.active.first().map(|entry| entry.0.key.as_str())
     }
 
     fn unblock(&mut self) {
@@ -153,7 +201,7 @@ impl ClusterQueueQueue {
         }
     }
 
-    fn remove(&mut self, key: &str) -> Option<Workload> {
+    fn remove(&mut self, key: &str) -> Option<Arc<Workload>> {
         if self.blocked.as_deref() == Some(key) {
             self.unblock();
         }
@@ -162,27 +210,45 @@ impl ClusterQueueQueue {
         }
         self.holds.remove(key);
         self.remove_active(key)
-            .or_else(|| self.backoff.remove(key))
-            .or_else(|| self.inadmissible.remove(key))
+            .or_else(|| self.backoff.take(key).map(|entry| entry.0))
+            .or_else(|| self.inadmissible.take(key).map(|entry| entry.0))
     }
 
-    fn is_unchanged(&self, workload: &Workload) -> bool {
-        let key = &workload.key;
-        self.inadmissible
+    /// Whether this version of the workload is already here, active, parked or in backoff. If
+    /// so, the given copy takes the held one's place, so that only one copy stays alive.
+    fn keep_if_unchanged(&mut self, workload: &Arc<Workload>) -> bool {
+        let key = workload.key.as_str();
+        let entry = || ByKey(Arc::clone(workload));
+        if self
+            .inadmissible
             .get(key)
-            .is_some_and(|parked| parked == workload)
-            || self
-                .order
-                .get(key)
-                .is_some_and(|order| self.active.get(order) == Some(workload))
-            || self.backoff.get(key) == Some(workload)
+            .is_some_and(|held| same_version(held, workload))
+        {
+            self.inadmissible.replace(entry());
+        } else if self
+            .backoff
+            .get(key)
+            .is_some_and(|held| same_version(held, workload))
+        {
+            self.backoff.replace(entry());
+        } else if self
+            .active_by_key
+            .get(key)
+            .is_some_and(|held| same_version(held, workload))
+        {
+            self.active_by_key.replace(entry());
+            self.active.replace(InQueueOrder(Arc::clone(workload)));
+        } else {
+            return false;
+        }
+        true
     }
 
     fn requeue_all(&mut self) {
         self.unblock();
         self.holds.clear();
         self.failed_shapes.clear();
-        for parked in std::mem::take(&mut self.inadmissible).into_values() {
+        for ByKey(parked) in std::mem::take(&mut self.inadmissible) {
             self.insert_active(parked);
         }
     }
@@ -196,8 +262,8 @@ pub struct Queues {
     // Hashed rather than ordered: a pass looks a queue up by name for every workload it pops,
     // parks or counts; the few walks that need an order sort the names.
     queues: HashMap<String, ClusterQueueQueue>,
-    /// ClusterQueue of every known workload.
-    location: HashMap<String, String>,
+    /// Every known workload, whose `cluster_queue` says which queue holds it.
+    location: HashSet<ByKey>,
 }
 
 impl Queues {
@@ -208,62 +274,66 @@ impl Queues {
 
     /// Adds a pending workload or replaces its previous version. An unchanged workload keeps
     /// its state (parked stays parked); a changed one becomes active again.
-    pub fn push(&mut self, workload: Workload) {
-        let key = workload.key.clone();
-        if let Some(previous_cq) = self.location.get(&key)
-            && *previous_cq != workload.cluster_queue
-            && let Some(queue) = self.queues.get_mut(previous_cq)
+    pub fn push(&mut self, workload: impl Into<Arc<Workload>>) {
+        let workload = workload.into();
+        if let Some(ByKey(previous)) = self.location.replace(ByKey(Arc::clone(&workload)))
+            && previous.cluster_queue != workload.cluster_queue
+            && let Some(queue) = self.queues.get_mut(&previous.cluster_queue)
         {
-            queue.remove(&key);
+            queue.remove(&workload.key);
         }
-        self.location
-            .insert(key.clone(), workload.cluster_queue.clone());
-        let queue = self
-            .queues
-            .entry(workload.cluster_queue.clone())
-            .or_default();
-        if queue.is_unchanged(&workload) {
+        let queue = match self.queues.get_mut(&workload.cluster_queue) {
+            Some(queue) => queue,
+            None => self
+                .queues
+                .entry(workload.cluster_queue.clone())
+                .or_default(),
+        };
+        if queue.keep_if_unchanged(&workload) {
             return;
         }
-        queue.remove(&key);
+        queue.remove(&workload.key);
+        let pushed = Arc::clone(&workload);
         queue.insert_active(workload);
         // A new or changed head may be admissible where the blocking one was not.
-        if queue.head_key() == Some(key.as_str()) {
+        if queue.head_key() == Some(pushed.key.as_str()) {
             queue.unblock();
         }
     }
 
     /// Forgets a workload (deleted, or no longer pending).
-    pub fn remove(&mut self, key: &str) -> Option<Workload> {
-        let cq = self.location.remove(key)?;
-        self.queues.get_mut(&cq).and_then(|queue| queue.remove(key))
+    pub fn remove(&mut self, key: &str) -> Option<Arc<Workload>> {
+        let ByKey(workload) = self.location.take(key)?;
+        self.queues
+            .get_mut(&workload.cluster_queue)
+            .and_then(|queue| queue.remove(key))
     }
 
     /// Forgets every workload whose key `keep` refuses.
     pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
-        let gone: Vec<String> = self
+        let gone: Vec<Arc<Workload>> = self
             .location
-            .keys()
-            .filter(|key| !keep(key))
-            .cloned()
+            .iter()
+            .filter(|entry| !keep(&entry.0.key))
+            .map(|entry| Arc::clone(&entry.0))
             .collect();
-        for key in gone {
-            self.remove(&key);
+        for workload in gone {
+            self.remove(&workload.key);
         }
     }
 
     /// Whether the workload is pending in some queue.
     pub fn contains(&self, key: &str) -> bool {
-        self.location.contains_key(key)
+        self.location.contains(key)
     }
 
     /// Whether a pending workload is parked as inadmissible (until something changes), rather
     /// than active or in backoff; false for a workload that is not pending.
     pub fn is_inadmissible(&self, key: &str) -> bool {
-        self.location.get(key).is_some_and(|cq| {
+        self.location.get(key).is_some_and(|entry| {
             self.queues
-                .get(cq)
-                .is_some_and(|queue| queue.inadmissible.contains_key(key))
+                .get(&entry.0.cluster_queue)
+                .is_some_and(|queue| queue.inadmissible.contains(key))
         })
     }
 
@@ -271,18 +341,23 @@ impl Queues {
     /// in backoff: a walk of the queues, with no lookup per workload.
     pub fn for_each_pending<'a>(&'a self, mut visit: impl FnMut(&'a Workload, bool)) {
         for queue in self.queues.values() {
-            for workload in queue.active.values().chain(queue.backoff.values()) {
-                visit(workload, false);
+            for entry in &queue.active {
+                visit(&entry.0, false);
             }
-            for workload in queue.inadmissible.values() {
-                visit(workload, true);
+            for entry in &queue.backoff {
+                visit(&entry.0, false);
+            }
+            for entry in &queue.inadmissible {
+                visit(&entry.0, true);
             }
         }
     }
 
     /// The ClusterQueue a pending workload sits in (active, parked or in backoff).
     pub fn cluster_queue_of(&self, key: &str) -> Option<&str> {
-        self.location.get(key).map(String::as_str)
+        self.location
+            .get(key)
+            .map(|entry| entry.0.cluster_queue.as_str())
     }
 
     /// Moves parked workloads back to their active queues, unblocks StrictFIFO heads, and
@@ -324,8 +399,8 @@ impl Queues {
             (queue.blocked.is_none() && !queue.active.is_empty())
                 || queue
                     .backoff
-                    .values()
-                    .any(|workload| workload.requeue_at.is_none_or(|at| at <= now))
+                    .iter()
+                    .any(|entry| entry.0.requeue_at.is_none_or(|at| at <= now))
         })
     }
 
@@ -333,7 +408,10 @@ impl Queues {
     pub fn next_requeue_at(&self) -> Option<Timestamp> {
         self.queues
             .values()
-            .flat_map(|queue| queue.backoff.values().chain(queue.active.values()))
+            .flat_map(|queue| {
+                let backoff = queue.backoff.iter().map(|entry| &entry.0);
+                backoff.chain(queue.active.iter().map(|entry| &entry.0))
+            })
             .filter_map(|workload| workload.requeue_at)
             .min()
     }
@@ -356,25 +434,25 @@ impl Queues {
     /// time has come back into it.
     pub(super) fn apply_backoff(&mut self, now: Timestamp) {
         for queue in self.queues.values_mut() {
-            let waiting: Vec<String> = queue
+            let waiting: Vec<Arc<Workload>> = queue
                 .active
-                .values()
-                .filter(|workload| workload.requeue_at.is_some_and(|at| at > now))
-                .map(|workload| workload.key.clone())
+                .iter()
+                .filter(|entry| entry.0.requeue_at.is_some_and(|at| at > now))
+                .map(|entry| Arc::clone(&entry.0))
                 .collect();
-            for key in waiting {
-                if let Some(workload) = queue.remove_active(&key) {
-                    queue.backoff.insert(key, workload);
+            for workload in waiting {
+                if let Some(workload) = queue.remove_active(&workload.key) {
+                    queue.backoff.replace(ByKey(workload));
                 }
             }
-            let ready: Vec<String> = queue
+            let ready: Vec<Arc<Workload>> = queue
                 .backoff
-                .values()
-                .filter(|workload| workload.requeue_at.is_none_or(|at| at <= now))
-                .map(|workload| workload.key.clone())
+                .iter()
+                .filter(|entry| entry.0.requeue_at.is_none_or(|at| at <= now))
+                .map(|entry| Arc::clone(&entry.0))
                 .collect();
-            for key in ready {
-                if let Some(workload) = queue.backoff.remove(&key) {
+            for workload in ready {
+                if let Some(ByKey(workload)) = queue.backoff.take(workload.key.as_str()) {
                     queue.insert_active(workload);
                 }
             }
@@ -389,7 +467,7 @@ impl Queues {
 
     /// Takes the next workload of a queue: a waiting preemptor first, then queue order; says
     /// whether it is that preemptor.
-    pub(super) fn pop(&mut self, cluster_queue: &str) -> Option<(Workload, bool)> {
+    pub(super) fn pop(&mut self, cluster_queue: &str) -> Option<(Arc<Workload>, bool)> {
         let queue = self.queues.get_mut(cluster_queue)?;
         // A parked preemptor stays one; it is only taken here once retried.
         if let Some(preemptor) = queue.preemptor.clone()
@@ -398,30 +476,33 @@ impl Queues {
             queue.preemptor = None;
             return Some((workload, true));
         }
-        let (order, workload) = queue.active.pop_first()?;
-        queue.order.remove(&order.key);
+        let InQueueOrder(workload) = queue.active.pop_first()?;
+        queue.active_by_key.remove(workload.key.as_str());
         Some((workload, false))
     }
 
     /// Takes every active workload of a queue.
-    pub(super) fn drain_active(&mut self, cluster_queue: &str) -> Vec<Workload> {
+    pub(super) fn drain_active(&mut self, cluster_queue: &str) -> Vec<Arc<Workload>> {
         let Some(queue) = self.queues.get_mut(cluster_queue) else {
             return Vec::new();
         };
         queue.unblock();
-        queue.order.clear();
-        std::mem::take(&mut queue.active).into_values().collect()
+        queue.active_by_key.clear();
+        std::mem::take(&mut queue.active)
+            .into_iter()
+            .map(|entry| entry.0)
+            .collect()
     }
 
     /// Puts a popped workload back in its place.
-    pub(super) fn restore(&mut self, workload: Workload) {
+    pub(super) fn restore(&mut self, workload: Arc<Workload>) {
         if let Some(queue) = self.queues.get_mut(&workload.cluster_queue) {
             queue.insert_active(workload);
         }
     }
 
     /// Puts a popped workload back and blocks its queue (StrictFIFO) while it holds back `held`.
-    pub(super) fn block(&mut self, workload: Workload, held: Usage) {
+    pub(super) fn block(&mut self, workload: Arc<Workload>, held: Usage) {
         if let Some(queue) = self.queues.get_mut(&workload.cluster_queue) {
             if !held.is_empty() {
                 queue.holds.insert(workload.key.clone(), held);
@@ -432,22 +513,22 @@ impl Queues {
     }
 
     /// Parks a popped workload until its queue is requeued.
-    pub(super) fn park(&mut self, workload: Workload) {
+    pub(super) fn park(&mut self, workload: Arc<Workload>) {
         if let Some(queue) = self.queues.get_mut(&workload.cluster_queue) {
-            queue.inadmissible.insert(workload.key.clone(), workload);
+            queue.inadmissible.replace(ByKey(workload));
         }
     }
 
     /// Sets aside a popped workload that issued preemptions until the next cycle, which
     /// evaluates it first; under StrictFIFO nothing behind it is evaluated meanwhile.
-    pub(super) fn wait_for_preemption(&mut self, workload: Workload, strict_fifo: bool) {
+    pub(super) fn wait_for_preemption(&mut self, workload: Arc<Workload>, strict_fifo: bool) {
         if let Some(queue) = self.queues.get_mut(&workload.cluster_queue) {
             queue.preemptor = Some(workload.key.clone());
             if strict_fifo {
                 queue.blocked = Some(workload.key.clone());
                 queue.insert_active(workload);
             } else {
-                queue.inadmissible.insert(workload.key.clone(), workload);
+                queue.inadmissible.replace(ByKey(workload));
             }
         }
     }
@@ -458,7 +539,7 @@ impl Queues {
             let Some(preemptor) = queue.preemptor.clone() else {
                 continue;
             };
-            if let Some(workload) = queue.inadmissible.remove(&preemptor) {
+            if let Some(ByKey(workload)) = queue.inadmissible.take(preemptor.as_str()) {
                 queue.insert_active(workload);
             }
             if queue.blocked.as_ref() == Some(&preemptor) {

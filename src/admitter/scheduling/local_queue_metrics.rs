@@ -253,7 +253,7 @@ mod tests {
         let second = waiting("ns/second", "lq");
         let elsewhere = waiting("team/third", "lq");
         for queued in [&first, &second, &elsewhere] {
-            queues.push(queued.workload.as_ref().clone());
+            queues.push(Arc::clone(&queued.workload));
         }
         let converted = Converted {
             pending: vec![first, second, elsewhere, waiting("ns/admitted", "lq")],

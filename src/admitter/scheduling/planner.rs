@@ -15,7 +15,6 @@ use super::requeue::{Observed, Requeue};
 use crate::api::constants::condition;
 use crate::api::v1beta2 as api;
 use crate::quota::from_api::ConversionOptions;
-use crate::quota::model;
 use crate::quota::{Decision, Queues, RequeueScope, SchedulerConfig, Snapshot, cycle};
 
 /// What one pass decided, with what it decided on.
@@ -103,13 +102,13 @@ impl Planner {
                 continue;
             }
             pending_keys.insert(key);
-            // Pushing an unchanged workload is a no-op, but costs a clone and a deep compare
-            // per pending workload per pass.
+            // Pushing an unchanged workload is a no-op, but costs a deep compare per pending
+            // workload per pass.
             let in_place = pending.unchanged
                 && self.queues.cluster_queue_of(key)
                     == Some(pending.workload.cluster_queue.as_str());
             if !in_place {
-                self.queues.push(model::Workload::clone(&pending.workload));
+                self.queues.push(Arc::clone(&pending.workload));
             }
         }
         // Deleted, admitted elsewhere, moved to a stopped LocalQueue, or waiting out a backoff.

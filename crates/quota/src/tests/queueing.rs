@@ -2,6 +2,7 @@
 //! namespace selection, stop policies, inactive queues, cohort cycles, partial admission.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use pretty_assertions::assert_eq;
 
@@ -518,7 +519,7 @@ fn moving_and_removing_pending_workloads() {
     // The LocalQueue was repointed: the workload now belongs to cq-b.
     queues.push(wl("a", "cq-b", 1, 3));
     assert_eq!(
-        queues.remove("ns/gone").map(|w| w.key),
+        queues.remove("ns/gone").map(|w| w.key.clone()),
         Some("ns/gone".to_owned())
     );
     assert_eq!(queues.remove("ns/gone"), None);
@@ -526,6 +527,35 @@ fn moving_and_removing_pending_workloads() {
         cycle(&snapshot, &mut queues),
         vec![admit_cpu("a", "cq-b", "default", 3)]
     );
+}
+
+/// The address of every pending workload the queues hold.
+fn held_addresses(queues: &Queues) -> Vec<*const Workload> {
+    let mut held = Vec::new();
+    queues.for_each_pending(|workload, _| held.push(std::ptr::from_ref(workload)));
+    held
+}
+
+#[test]
+fn queues_hold_the_pushed_workload_and_keep_one_copy_of_an_unchanged_one() {
+    let snapshot = snapshot(
+        vec![cq_cpu("cq", 4)],
+        vec![wl("old", "cq", 0, 2).admitted_in("cq", "default", 1)],
+    );
+    let mut queues = Queues::new();
+    let first = Arc::new(wl("big", "cq", 1, 3));
+    queues.push(Arc::clone(&first));
+    assert_eq!(held_addresses(&queues), vec![Arc::as_ptr(&first)]);
+
+    // Parked as inadmissible; an equal copy pushed later takes the held one's place and
+    // stays parked.
+    assert_eq!(cycle(&snapshot, &mut queues), vec![waiting("big", 1)]);
+    let copy = Arc::new(wl("big", "cq", 1, 3));
+    queues.push(Arc::clone(&copy));
+    assert_eq!(held_addresses(&queues), vec![Arc::as_ptr(&copy)]);
+    assert_eq!(Arc::strong_count(&first), 1);
+    assert!(queues.is_inadmissible("ns/big"));
+    assert_eq!(cycle(&snapshot, &mut queues), vec![]);
 }
 
 #[test]
