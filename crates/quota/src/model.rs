@@ -592,7 +592,8 @@ pub struct Workload {
     /// UID of the owning job (label `kueue.x-k8s.io/job-uid`), used in preemption messages.
     pub job_uid: Option<String>,
     /// Labels of the workload's namespace, matched against the ClusterQueue's namespace selector.
-    /// Shared: every workload of a namespace has the same, and queues and caches copy workloads.
+    /// Shared: every workload of a namespace has the same, and a cycle's working snapshot
+    /// copies the admitted ones.
     pub namespace_labels: Arc<BTreeMap<String, String>>,
     /// The LocalQueue it was submitted to (`spec.queueName`), in the namespace of its key.
     pub local_queue: String,
@@ -602,7 +603,8 @@ pub struct Workload {
     pub priority: i32,
     /// Queue-order timestamp (creation, or eviction time when requeued after eviction).
     pub queue_timestamp: Timestamp,
-    /// PodSets; shared, since a pass copies pending workloads between cache, queues and cycle.
+    /// PodSets; shared with the shapes the queues remember and the copies a cycle's working
+    /// snapshot makes.
     pub pod_sets: Arc<[PodSet]>,
     /// Reservation, when admitted.
     pub admission: Option<Admission>,
