@@ -220,7 +220,7 @@ async fn delete(client: &Client, recorder: &EventRecorder, uid: &str, entry: &Re
                 reason: "Deleted".to_owned(),
                 note: DELETED_MESSAGE.to_owned(),
             };
-            recorder.record(&workload.object_ref(&()), &event).await;
+            recorder.record(&workload.object_ref(&()), &event);
             true
         }
         Err(kube::Error::Api(status)) if status.code == 404 => true,

@@ -1,7 +1,14 @@
 //! Kubernetes Events recorded on jobs and Workloads (`events.k8s.io/v1`, shown by
 //! `kubectl describe`), through the one recorder set-up every reporter shares. Recording is best
-//! effort: a failure is logged, never retried. Notes are truncated as Kueue truncates them.
+//! effort: events are written in the background, a failure is logged, never retried, and an
+//! event that finds the backlog full is dropped. Notes are truncated as Kueue truncates them.
 
+use std::sync::{
+    Arc,
+    atomic::{AtomicU64, Ordering},
+};
+
+use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
@@ -11,11 +18,21 @@ use kube::{
     api::PostParams,
     runtime::events::{EventType, Reporter},
 };
+use tokio::sync::mpsc::{self, error::TrySendError};
 
 use crate::k8s::conditions::{MAX_EVENT_MESSAGE, truncate_message};
 
 /// Name the job controllers report events as (Kueue's job reconcilers use the same).
 pub const JOB_CONTROLLER_NAME: &str = "kueue-job-controller";
+
+/// Events a recorder writes at once. A burst of admissions records two events each; written
+/// all at once they would take the API server's capacity from the status writes (and from
+/// everyone else's requests) that the events only describe.
+const EVENTS_IN_FLIGHT: usize = 8;
+
+/// Events that may wait to be written; past that new ones are dropped, as client-go's
+/// broadcaster (Kueue's recorder) drops events once 1,000 wait.
+const EVENT_BACKLOG: usize = 1000;
 
 /// One event to record: type, Kueue's reason and the human-readable note.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,40 +47,75 @@ pub struct Event {
 
 /// Records [`Event`]s on objects.
 ///
-/// Each record is one create. kube's `Recorder` folds repeats into series, but it keeps every
-/// event of the last six minutes and sweeps them all, under one lock, at each publish: with
-/// thousands of Workloads that cost more CPU and memory than the scheduling did.
+/// Each record is one create, queued for a background writer that runs as long as a clone of
+/// the recorder lives. kube's `Recorder` folds repeats into series, but it keeps every event of
+/// the last six minutes and sweeps them all, under one lock, at each publish: with thousands of
+/// Workloads that cost more CPU and memory than the scheduling did.
 #[derive(Clone)]
 pub struct EventRecorder {
-    client: Client,
-    reporter: Reporter,
+    reporter: Arc<Reporter>,
+    backlog: mpsc::Sender<K8sEvent>,
+    dropped: Arc<AtomicU64>,
 }
 
 impl EventRecorder {
-    /// A recorder reporting as `controller`, from the instance named by `POD_NAME`.
+    /// A recorder reporting as `controller`, from the instance named by `POD_NAME`. Starts its
+    /// writer on the current Tokio runtime.
     pub fn new(client: Client, controller: &str) -> Self {
         let reporter = Reporter {
             controller: controller.to_string(),
             instance: std::env::var("POD_NAME").ok(),
         };
-        EventRecorder { client, reporter }
-    }
-
-    /// Records the event on the object; failures are logged.
-    pub async fn record(&self, object: &ObjectReference, event: &Event) {
-        let body = event_object(&self.reporter, object, event, Timestamp::now());
-        let namespace = object.namespace.as_deref().unwrap_or("default");
-        let events: Api<K8sEvent> = Api::namespaced(self.client.clone(), namespace);
-        if let Err(error) = events.create(&PostParams::default(), &body).await {
-            tracing::warn!(
-                reason = %event.reason,
-                name = object.name.as_deref().unwrap_or_default(),
-                namespace = object.namespace.as_deref().unwrap_or_default(),
-                %error,
-                "cannot record event"
-            );
+        let (backlog, queued) = mpsc::channel(EVENT_BACKLOG);
+        tokio::spawn(write_events(client, queued));
+        EventRecorder {
+            reporter: Arc::new(reporter),
+            backlog,
+            dropped: Arc::default(),
         }
     }
+
+    /// Queues the event on the object for writing; drops it when the backlog is full.
+    pub fn record(&self, object: &ObjectReference, event: &Event) {
+        let body = event_object(&self.reporter, object, event, Timestamp::now());
+        if let Err(TrySendError::Full(_)) = self.backlog.try_send(body) {
+            let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            // One line per thousand: a slow API server drops many, and logging each would add
+            // to what is already too much.
+            if dropped % 1000 == 1 {
+                tracing::warn!(
+                    reason = %event.reason,
+                    name = object.name.as_deref().unwrap_or_default(),
+                    namespace = object.namespace.as_deref().unwrap_or_default(),
+                    dropped,
+                    "dropping events: {EVENT_BACKLOG} wait to be written"
+                );
+            }
+        }
+    }
+}
+
+/// Writes the queued events, [`EVENTS_IN_FLIGHT`] at a time, until every recorder is gone.
+async fn write_events(client: Client, mut queued: mpsc::Receiver<K8sEvent>) {
+    futures::stream::poll_fn(|context| queued.poll_recv(context))
+        .for_each_concurrent(EVENTS_IN_FLIGHT, |event| {
+            let client = client.clone();
+            async move {
+                let namespace = event.metadata.namespace.as_deref().unwrap_or("default");
+                let events: Api<K8sEvent> = Api::namespaced(client, namespace);
+                if let Err(error) = events.create(&PostParams::default(), &event).await {
+                    let regarding = event.regarding.as_ref();
+                    tracing::warn!(
+                        reason = event.reason.as_deref().unwrap_or_default(),
+                        name = regarding.and_then(|object| object.name.as_deref()).unwrap_or_default(),
+                        namespace = regarding.and_then(|object| object.namespace.as_deref()).unwrap_or_default(),
+                        %error,
+                        "cannot record event"
+                    );
+                }
+            }
+        })
+        .await;
 }
 
 /// The `events.k8s.io/v1` Event for `event` on `object` at `now`, named and filled as kube's
@@ -106,10 +158,57 @@ fn event_object(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use axum::http::{Request, Response};
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
     use super::*;
+
+    fn workload(name: &str) -> ObjectReference {
+        ObjectReference {
+            api_version: Some("kueue.x-k8s.io/v1beta2".to_owned()),
+            kind: Some("Workload".to_owned()),
+            name: Some(name.to_owned()),
+            namespace: Some("ns".to_owned()),
+            ..ObjectReference::default()
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn events_beyond_the_backlog_are_dropped_and_few_are_written_at_once() {
+        // An API server that takes every request and answers none.
+        let requests = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&requests);
+        let service = tower::service_fn(move |_: Request<kube::client::Body>| {
+            seen.fetch_add(1, Ordering::Relaxed);
+            futures::future::pending::<Result<Response<axum::body::Body>, std::convert::Infallible>>(
+            )
+        });
+        let recorder = EventRecorder::new(Client::new(service, "default"), "kueue-admission");
+        let event = Event {
+            type_: EventType::Normal,
+            reason: "QuotaReserved".to_owned(),
+            note: "Quota reserved in ClusterQueue cq".to_owned(),
+        };
+
+        // The writer has not run yet: the backlog takes EVENT_BACKLOG, the rest are dropped.
+        for index in 0..EVENT_BACKLOG + 5 {
+            recorder.record(&workload(&format!("wl-{index}")), &event);
+        }
+        assert_eq!(recorder.dropped.load(Ordering::Relaxed), 5);
+
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(requests.load(Ordering::Relaxed), EVENTS_IN_FLIGHT);
+        // What the writer took made room for as many.
+        for index in 0..EVENTS_IN_FLIGHT + 1 {
+            recorder.record(&workload(&format!("late-{index}")), &event);
+        }
+        assert_eq!(recorder.dropped.load(Ordering::Relaxed), 6);
+    }
 
     #[test]
     fn the_event_names_its_object_reporter_and_truncated_note() {

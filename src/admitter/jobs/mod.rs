@@ -295,8 +295,7 @@ async fn reconcile_job(
                     let note = format!("Created Workload: {namespace}/{}", created.name_any());
                     shared
                         .events
-                        .record(&job_ref, &normal("CreatedWorkload", note))
-                        .await;
+                        .record(&job_ref, &normal("CreatedWorkload", note));
                     Ok(Action::await_change())
                 }
                 // The cache had not seen it yet; the next reconcile finds it.
@@ -313,7 +312,7 @@ async fn reconcile_job(
                     reason: "WorkloadPriorityClassNotFound".to_string(),
                     note: missing.to_string(),
                 };
-                shared.events.record(&job_ref, &event).await;
+                shared.events.record(&job_ref, &event);
             }
             Err(missing.into())
         }
@@ -335,7 +334,7 @@ async fn reconcile_job(
                 }
                 Err(error) => return Err(error.into()),
             }
-            record(shared, &job_ref, event).await;
+            record(shared, &job_ref, event);
             Ok(Action::await_change())
         }
         JobAction::DeleteJob { event } => {
@@ -345,7 +344,7 @@ async fn reconcile_job(
                 .delete(&object.name_any(), &DeleteParams::background())
                 .await
             {
-                Ok(_) => record(shared, &job_ref, Some(event)).await,
+                Ok(_) => record(shared, &job_ref, Some(event)),
                 Err(kube::Error::Api(status)) if status.code == 404 => {}
                 Err(error) => return Err(error.into()),
             }
@@ -393,14 +392,14 @@ async fn apply_to_workload(
             workloads
                 .patch(&name, &PatchParams::default(), &Patch::Merge(&body))
                 .await?;
-            record(shared, job_ref, event).await;
+            record(shared, job_ref, event);
         }
         JobAction::DeleteWorkload { event } => {
             if has_finalizer(workload) {
                 remove_finalizer(workloads, workload).await?;
             }
             match workloads.delete(&name, &DeleteParams::background()).await {
-                Ok(_) => record(shared, job_ref, Some(event)).await,
+                Ok(_) => record(shared, job_ref, Some(event)),
                 Err(kube::Error::Api(status)) if status.code == 404 => {}
                 Err(error) => return Err(error.into()),
             }
@@ -411,12 +410,12 @@ async fn apply_to_workload(
             workload_event,
         } => {
             patch_workload_status(workloads, workload, &status).await?;
-            record(shared, job_ref, job_event).await;
-            record(shared, &workload.object_ref(&()), workload_event).await;
+            record(shared, job_ref, job_event);
+            record(shared, &workload.object_ref(&()), workload_event);
         }
         JobAction::RemoveFinalizer { event } => {
             remove_finalizer(workloads, workload).await?;
-            record(shared, job_ref, event).await;
+            record(shared, job_ref, event);
         }
         JobAction::Ignore
         | JobAction::Nothing
@@ -718,9 +717,9 @@ async fn remove_finalizer(
     }
 }
 
-async fn record(shared: &SharedContext, object: &ObjectReference, event: Option<Event>) {
+fn record(shared: &SharedContext, object: &ObjectReference, event: Option<Event>) {
     if let Some(event) = event {
-        shared.events.record(object, &event).await;
+        shared.events.record(object, &event);
     }
 }
 

@@ -225,8 +225,7 @@ impl Check {
                     Err(error) => return Err(error),
                 }
                 for note in notes {
-                    self.record(&workload, EventType::Normal, "AdmissionCheckUpdated", note)
-                        .await;
+                    self.record(&workload, EventType::Normal, "AdmissionCheckUpdated", note);
                 }
             }
             Action::Provision {
@@ -247,15 +246,13 @@ impl Check {
         Ok(())
     }
 
-    async fn record(&self, workload: &Workload, type_: EventType, reason: &str, note: String) {
+    fn record(&self, workload: &Workload, type_: EventType, reason: &str, note: String) {
         let event = Event {
             type_,
             reason: reason.to_owned(),
             note,
         };
-        self.recorder
-            .record(&workload.object_ref(&()), &event)
-            .await;
+        self.recorder.record(&workload.object_ref(&()), &event);
     }
 
     /// Kueue's order: the PodTemplates (owned by the Workload), the request, then the templates
@@ -277,8 +274,7 @@ impl Check {
                 Err(kube::Error::Api(status)) if status.code == 409 => {}
                 Err(error) => {
                     let note = format!("Error creating PodTemplate {name:?}: {error}");
-                    self.record(workload, EventType::Warning, "FailedCreate", note)
-                        .await;
+                    self.record(workload, EventType::Warning, "FailedCreate", note);
                     return Err(error);
                 }
             }
@@ -293,8 +289,7 @@ impl Check {
                     "Error creating ProvisioningRequest {:?}: {error}",
                     request.name_any()
                 );
-                self.record(workload, EventType::Warning, "FailedCreate", note)
-                    .await;
+                self.record(workload, EventType::Warning, "FailedCreate", note);
                 return Err(error);
             }
         };
@@ -304,8 +299,7 @@ impl Check {
             EventType::Normal,
             "ProvisioningRequestCreated",
             note,
-        )
-        .await;
+        );
         let owner = OwnerReference {
             api_version: ProvisioningRequest::api_version(&()).into_owned(),
             kind: ProvisioningRequest::kind(&()).into_owned(),

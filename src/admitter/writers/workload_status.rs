@@ -752,14 +752,11 @@ impl Applier {
     }
 
     /// Writes `update` to the workload `key` (`namespace/name`), re-reading it on conflicts,
-    /// then records its metrics and emits its events in the background (so that events never
-    /// hold up status writes).
+    /// then records its metrics and queues its events.
     pub async fn apply(&self, key: &str, update: &Update) -> Outcome {
         let (outcome, written) = self.write(key, update).await;
         if let Some((before, written, now)) = written {
-            let applier = self.clone();
-            let update = update.clone();
-            tokio::spawn(async move { applier.report(&before, &written, &update, now).await });
+            self.report(&before, &written, update, now);
         }
         outcome
     }
@@ -838,7 +835,7 @@ impl Applier {
     }
 
     /// Events and metrics of a written update.
-    async fn report(
+    fn report(
         &self,
         before: &api::Workload,
         written: &api::Workload,
@@ -872,10 +869,9 @@ impl Applier {
                         "Quota reserved in ClusterQueue {}, wait time since queued was {wait:.0}s",
                         admission.cluster_queue
                     ),
-                )
-                .await;
+                );
                 if written.is_condition_true(condition::ADMITTED) {
-                    self.report_admission(written, &labels, wait, now).await;
+                    self.report_admission(written, &labels, wait, now);
                 }
             }
             Update::RetryChecks { message, .. } => {
@@ -885,8 +881,7 @@ impl Applier {
                     (reason::ADMISSION_CHECK, ""),
                     &event_reason,
                     message,
-                )
-                .await;
+                );
             }
             Update::ChecksRejected { message } => {
                 self.publish(
@@ -894,8 +889,7 @@ impl Applier {
                     EventType::Warning,
                     "AdmissionCheckRejected",
                     format!("Deactivated due to {message}"),
-                )
-                .await;
+                );
             }
             Update::ExecutionTimeExceeded { seconds } => {
                 self.publish(
@@ -903,8 +897,7 @@ impl Applier {
                     EventType::Warning,
                     reason::MAXIMUM_EXECUTION_TIME_EXCEEDED,
                     format!("The maximum execution time ({seconds}s) exceeded"),
-                )
-                .await;
+                );
             }
             Update::ChecksReady => {
                 let Some(admission) = written.reservation() else {
@@ -921,7 +914,7 @@ impl Applier {
                     replica_role: self.role,
                 };
                 let wait = queued_wait_seconds(before, now);
-                self.report_admission(written, &labels, wait, now).await;
+                self.report_admission(written, &labels, wait, now);
             }
             Update::Pending {
                 reason: pending_reason,
@@ -933,25 +926,21 @@ impl Applier {
                     EventType::Warning,
                     pending_reason.as_str(),
                     message.clone(),
-                )
-                .await;
+                );
             }
             Update::Evict {
                 reason: evicted_reason,
                 message,
                 preemption,
             } => {
-                let cluster_queue = self
-                    .report_eviction(
-                        (before, written),
-                        (evicted_reason, ""),
-                        &format!("EvictedDueTo{evicted_reason}"),
-                        message,
-                    )
-                    .await;
+                let cluster_queue = self.report_eviction(
+                    (before, written),
+                    (evicted_reason, ""),
+                    &format!("EvictedDueTo{evicted_reason}"),
+                    message,
+                );
                 if let Some(preemption) = preemption {
-                    self.report_preemption(written, &cluster_queue, preemption, message)
-                        .await;
+                    self.report_preemption(written, &cluster_queue, preemption, message);
                 }
             }
             // Kueue reports a deactivation only for a workload that had an admission.
@@ -967,8 +956,7 @@ impl Applier {
                         (reason::DEACTIVATED, &cause),
                         &format!("EvictedDueTo{evicted_reason}"),
                         &message,
-                    )
-                    .await;
+                    );
                 }
             }
             Update::Requeue(_) | Update::MarkInactive => {}
@@ -977,7 +965,7 @@ impl Applier {
 
     /// Counts an admission `wait` seconds after queueing and emits its event, which says how
     /// long it waited since its quota was reserved.
-    async fn report_admission(
+    fn report_admission(
         &self,
         written: &api::Workload,
         labels: &PriorityLabels,
@@ -1026,13 +1014,12 @@ impl Applier {
                 "Admitted by ClusterQueue {}, wait time since reservation was {since_reservation:.0}s",
                 labels.cluster_queue
             ),
-        )
-        .await;
+        );
     }
 
     /// Counts an eviction (reason and underlying cause) in the ClusterQueue's and the
     /// LocalQueue's metrics and emits its event; returns the ClusterQueue.
-    async fn report_eviction(
+    fn report_eviction(
         &self,
         (before, written): (&api::Workload, &api::Workload),
         (evicted_reason, cause): (&str, &str),
@@ -1065,12 +1052,11 @@ impl Applier {
                 replica_role: self.role,
             })
             .inc();
-        self.publish(written, EventType::Normal, event_reason, message.to_owned())
-            .await;
+        self.publish(written, EventType::Normal, event_reason, message.to_owned());
         cluster_queue
     }
 
-    async fn report_preemption(
+    fn report_preemption(
         &self,
         victim: &api::Workload,
         victim_queue: &str,
@@ -1095,8 +1081,7 @@ impl Applier {
                 "{message}; {}",
                 priorities(preemptor.priority, victim_priority)
             ),
-        )
-        .await;
+        );
         let preemptor_object = preemptor.key.split_once('/').and_then(|(namespace, name)| {
             self.workloads.get(&ObjectRef::new(name).within(namespace))
         });
@@ -1111,12 +1096,11 @@ impl Applier {
                     victim.uid().unwrap_or_default(),
                     priorities(preemptor.priority, victim_priority)
                 ),
-            )
-            .await;
+            );
         }
     }
 
-    async fn publish(
+    fn publish(
         &self,
         workload: &api::Workload,
         type_: EventType,
@@ -1128,9 +1112,7 @@ impl Applier {
             reason: event_reason.to_owned(),
             note,
         };
-        self.recorder
-            .record(&workload.object_ref(&()), &event)
-            .await;
+        self.recorder.record(&workload.object_ref(&()), &event);
     }
 }
 
