@@ -6,7 +6,8 @@
 //! the real `kuota serve` and then of Kueue's real manager (`cmd/kueue` of the pinned release,
 //! built by `dev/kueue/build.sh manager`), each over TLS with HTTP/2, one keep-alive connection
 //! per client, every client posting its next review as soon as the last is answered, for a
-//! fixed time per row. Each row reads the server's CPU and peak RSS from `/proc`.
+//! fixed time per row. nghttp2's h2load sends the load; each row reads the server's and h2load's
+//! CPU and the server's peak RSS from `/proc`.
 
 use std::error::Error;
 use std::fmt::Write as _;
@@ -68,15 +69,13 @@ pub struct Row {
     /// Every measured request's latency, sorted.
     latencies: Vec<Duration>,
     wall: Duration,
-    /// Requests not answered 200 over HTTP/2 with `allowed: true` (and a JSON patch on the
-    /// mutating path), and the first such answer.
+    /// Requests the load generator saw fail, warm-up included.
     pub failures: usize,
-    first_failure: Option<String>,
     /// The server's user and system CPU over the row.
     cpu_seconds: f64,
     /// The server's VmHWM at the end of the row.
     peak_rss_mib: f64,
-    /// The load generator's (this process's) CPU over the row: it shares the cores.
+    /// The load generator's CPU over the row: it shares the cores.
     client_cpu_seconds: f64,
 }
 
@@ -108,6 +107,8 @@ pub struct Report {
     row: Duration,
     warm_up: Duration,
     kueue_version: String,
+    /// h2load's name and version.
+    load_generator: String,
     /// The machine's 1-minute load average when the last row ended: others' work shows here.
     load_average: String,
 }
@@ -125,13 +126,16 @@ impl Report {
             "Kuota `kuota serve` against Kueue {}'s manager (`cmd/kueue`, `integrations.frameworks: [batch/job]`), \
              one after the other on the same control plane. HTTP/2 over TLS on loopback, one keep-alive \
              connection per client, each client posting its next review when the last is answered, for {:.0} s \
-             per row after {:.1} s of the same load unmeasured; the load generator runs in the bench's own \
-             process on the same cores. Server CPU is user + system over the row from `/proc/<pid>/stat`; \
-             peak RSS is VmHWM at the end of the row (so it only grows down the table); client CPU is the load \
-             generator's. Measured {} on {} cores, 1-minute load average {} at the end.\n",
+             per row after {:.1} s of the same load unmeasured. The load generator is {} on one thread, \
+             on the same cores, each row's one run; a row counts the requests it sent within the row's \
+             window, and one review per path is first sent by the bench itself and its answer checked in \
+             full (allowed, the same uid, a JSON patch from the mutating path). Server and client CPU are \
+             user + system over the window from `/proc/<pid>/stat`; peak RSS is VmHWM at its end (so it only \
+             grows down the table). Measured {} on {} cores, 1-minute load average {} at the end.\n",
             self.kueue_version,
             self.row.as_secs_f64(),
             self.warm_up.as_secs_f64(),
+            self.load_generator,
             jiff::Zoned::now().strftime("%Y-%m-%d"),
             std::thread::available_parallelism().map_or(0, |n| n.get()),
             self.load_average,
@@ -197,15 +201,6 @@ impl Report {
                 );
             }
         }
-        for row in &self.rows {
-            if let Some(failure) = &row.first_failure {
-                let _ = writeln!(
-                    out,
-                    "- {:?} `{}` at {} clients, first failure: {failure}",
-                    row.server, row.path, row.clients
-                );
-            }
-        }
         out.push_str("\nProcess start to `/readyz` 200 (Kuota):\n\n");
         out.push_str("| mode | runs | min ms | median ms | max ms |\n|---|---:|---:|---:|---:|\n");
         for (mode, times) in &self.startups {
@@ -245,6 +240,7 @@ async fn run_on(
     kueue_binary: &Path,
     options: &Options,
 ) -> BenchResult<Report> {
+    let load_generator = load_generator_version()?;
     install_crds(plane).await?;
     create_queues(plane).await?;
 
@@ -301,6 +297,7 @@ async fn run_on(
         row: options.row,
         warm_up: options.warm_up,
         kueue_version: kueue_version()?,
+        load_generator,
         load_average: std::fs::read_to_string("/proc/loadavg")?
             .split_whitespace()
             .next()
@@ -599,7 +596,8 @@ impl KueueManager {
 const UID: &str = "UID-PLACEHOLDER";
 
 /// An AdmissionReview of a Job with the queue label as the API server sends it for CREATE,
-/// serialized once; each request replaces [`UID`] (the review's uid and the Job's name).
+/// serialized once; the bench's check and h2load's body each replace [`UID`] (the review's uid
+/// and the Job's name).
 fn review_template() -> String {
     let job = json!({
         "apiVersion": "batch/v1", "kind": "Job",
@@ -707,67 +705,120 @@ async fn call(
     }
 }
 
-/// What the clients of one stretch of load saw.
-struct Load {
-    latencies: Vec<Duration>,
-    wall: Duration,
-    failures: usize,
-    first_failure: Option<String>,
+/// The load generator: nghttp2's h2load, on one thread, so that it takes little of the cores
+/// it shares with the server.
+const LOAD_GENERATOR: &str = "h2load";
+/// How long h2load goes on after a row's window closes, so that the window's last reading is
+/// taken while it still sends.
+const LOAD_TAIL: Duration = Duration::from_millis(500);
+
+/// h2load's name and version (`h2load nghttp2/1.52.0`), or how to install it.
+fn load_generator_version() -> BenchResult<String> {
+    let output = std::process::Command::new(LOAD_GENERATOR)
+        .arg("--version")
+        .output()
+        .map_err(|err| {
+            format!(
+                "{LOAD_GENERATOR} ({err}) is the load generator: install Debian's nghttp2-client \
+                 (`bash dev/cluster/node-packages.sh` as root)"
+            )
+        })?;
+    Ok(String::from_utf8(output.stdout)?.trim().to_owned())
 }
 
-/// Every client posts reviews back to back until `duration` has passed.
+/// What one row's window saw.
+struct Load {
+    /// Latency of every request sent within the window.
+    latencies: Vec<Duration>,
+    window: Duration,
+    /// Requests h2load saw fail (an error or a status other than 2xx) in its whole run.
+    failures: usize,
+    server: ProcessUsage,
+    server_cpu_seconds: f64,
+    client_cpu_seconds: f64,
+}
+
+/// Runs h2load with `clients` connections of one stream each against `url` for the warm-up,
+/// the row and [`LOAD_TAIL`]; reads the server's and h2load's CPU when the warm-up ends and
+/// when the row does, and keeps the requests sent between the two readings.
 async fn drive(
-    clients: &[reqwest::Client],
     url: &str,
-    template: &Arc<str>,
-    duration: Duration,
+    review: &Path,
+    clients: usize,
+    server_pid: u32,
+    options: &Options,
 ) -> BenchResult<Load> {
-    let started = Instant::now();
-    let deadline = started + duration;
-    let tasks: Vec<_> = clients
-        .iter()
-        .cloned()
-        .enumerate()
-        .map(|(index, client)| {
-            let (url, template) = (url.to_owned(), Arc::clone(template));
-            tokio::spawn(async move {
-                let mut load = Load {
-                    latencies: Vec::new(),
-                    wall: Duration::ZERO,
-                    failures: 0,
-                    first_failure: None,
-                };
-                let mut seq = 0_u64;
-                while Instant::now() < deadline {
-                    let uid = format!("{index}-{seq}");
-                    seq += 1;
-                    let sent = Instant::now();
-                    let outcome = call(&client, &url, &template, &uid).await;
-                    load.latencies.push(sent.elapsed());
-                    if let Err(err) = outcome {
-                        load.failures += 1;
-                        load.first_failure.get_or_insert(err);
-                    }
-                }
-                load
-            })
-        })
-        .collect();
-    let mut all = Load {
-        latencies: Vec::new(),
-        wall: Duration::ZERO,
-        failures: 0,
-        first_failure: None,
-    };
-    for task in tasks {
-        let load = task.await?;
-        all.latencies.extend(load.latencies);
-        all.failures += load.failures;
-        all.first_failure = all.first_failure.or(load.first_failure);
+    let log = review.with_extension(format!("{clients}.log"));
+    let duration = options.warm_up + options.row + LOAD_TAIL;
+    let child = tokio::process::Command::new(LOAD_GENERATOR)
+        .arg(format!("--clients={clients}"))
+        .args(["--threads=1", "--max-concurrent-streams=1"])
+        .arg(format!("--duration={}ms", duration.as_millis()))
+        .arg(format!("--data={}", review.display()))
+        .arg("--header=content-type: application/json")
+        .arg(format!("--log-file={}", log.display()))
+        .arg(url)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let client_pid = child.id().ok_or("h2load exited at once")?;
+    tokio::time::sleep(options.warm_up).await;
+    let opened = std::time::SystemTime::now();
+    let (server_before, client_before) = (usage(server_pid)?, usage(client_pid)?);
+    tokio::time::sleep(options.row).await;
+    let (server_after, client_after) = (usage(server_pid)?, usage(client_pid)?);
+    let closed = std::time::SystemTime::now();
+    let output = child.wait_with_output().await?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(format!(
+            "h2load failed ({}): {stdout}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        )
+        .into());
     }
-    all.wall = started.elapsed();
-    all.latencies.sort();
-    Ok(all)
+    let micros = |time: std::time::SystemTime| -> BenchResult<u128> {
+        Ok(time.duration_since(std::time::UNIX_EPOCH)?.as_micros())
+    };
+    let (from, to) = (micros(opened)?, micros(closed)?);
+    let mut latencies = Vec::new();
+    for line in std::fs::read_to_string(&log)?.lines() {
+        let mut columns = line.split('\t');
+        let (Some(started), Some(_status), Some(latency)) =
+            (columns.next(), columns.next(), columns.next())
+        else {
+            return Err(format!("h2load's log has a short line: {line:?}").into());
+        };
+        if (from..to).contains(&started.parse()?) {
+            latencies.push(Duration::from_micros(latency.parse()?));
+        }
+    }
+    latencies.sort();
+    std::fs::remove_file(&log)?;
+    Ok(Load {
+        latencies,
+        window: closed.duration_since(opened)?,
+        failures: failed_requests(&stdout)?,
+        server: server_after,
+        server_cpu_seconds: server_after.cpu_seconds - server_before.cpu_seconds,
+        client_cpu_seconds: client_after.cpu_seconds - client_before.cpu_seconds,
+    })
+}
+
+/// The `failed` count of h2load's summary line
+/// `requests: 10 total, 10 started, 10 done, 9 succeeded, 1 failed, 1 errored, 0 timeout`.
+fn failed_requests(summary: &str) -> BenchResult<usize> {
+    let line = summary
+        .lines()
+        .find_map(|line| line.strip_prefix("requests: "))
+        .ok_or_else(|| format!("h2load printed no requests line: {summary}"))?;
+    let count = line
+        .split(", ")
+        .find_map(|part| part.strip_suffix(" failed"))
+        .ok_or_else(|| format!("h2load's requests line has no failed count: {line}"))?;
+    Ok(count.parse()?)
 }
 
 /// Every path at every concurrency against one server, with its CPU and peak RSS per row.
@@ -778,36 +829,31 @@ async fn measure(
     ca_pem: &str,
     options: &Options,
 ) -> BenchResult<Vec<Row>> {
-    let template: Arc<str> = review_template().into();
+    let template = review_template();
+    let files = tempfile::tempdir()?;
+    let review = files.path().join("review.json");
+    std::fs::write(&review, template.replace(UID, "load"))?;
+    let checker = client(ca_pem)?;
     let mut rows = Vec::new();
     for path in PATHS {
         let url = format!("{base_url}{path}");
+        // h2load sees only status codes: one review first, whose answer is read in full.
+        call(&checker, &url, &template, "check")
+            .await
+            .map_err(|failure| format!("{server:?} {path} answered wrongly: {failure}"))?;
         for clients in CONCURRENCY {
             eprintln!("{server:?} {path} with {clients} clients…");
-            let connections = (0..clients)
-                .map(|_| client(ca_pem))
-                .collect::<BenchResult<Vec<_>>>()?;
-            let warm_up = drive(&connections, &url, &template, options.warm_up).await?;
-            if let Some(failure) = warm_up.first_failure {
-                return Err(
-                    format!("{server:?} {path} failed during the warm-up: {failure}").into(),
-                );
-            }
-            let client_pid = std::process::id();
-            let (before, client_before) = (usage(pid)?, usage(client_pid)?);
-            let load = drive(&connections, &url, &template, options.row).await?;
-            let (after, client_after) = (usage(pid)?, usage(client_pid)?);
+            let load = drive(&url, &review, clients, pid, options).await?;
             rows.push(Row {
                 server,
                 path,
                 clients,
                 latencies: load.latencies,
-                wall: load.wall,
+                wall: load.window,
                 failures: load.failures,
-                first_failure: load.first_failure,
-                cpu_seconds: after.cpu_seconds - before.cpu_seconds,
-                peak_rss_mib: after.peak_rss_mib,
-                client_cpu_seconds: client_after.cpu_seconds - client_before.cpu_seconds,
+                cpu_seconds: load.server_cpu_seconds,
+                peak_rss_mib: load.server.peak_rss_mib,
+                client_cpu_seconds: load.client_cpu_seconds,
             });
         }
     }
