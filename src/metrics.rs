@@ -26,6 +26,8 @@ pub struct MetricsRegistry {
     pub webhook: WebhookMetrics,
     /// Kueue's scheduling metrics (`kueue_*`), written by the admitter.
     pub admitter: AdmitterMetrics,
+    /// What happens to the Kubernetes Events Kuota records.
+    pub events: EventMetrics,
 }
 
 impl Default for MetricsRegistry {
@@ -49,10 +51,12 @@ impl MetricsRegistry {
         register_build_info(&mut registry);
         let webhook = WebhookMetrics::register(&mut registry);
         let admitter = AdmitterMetrics::register(&mut registry, local_queue_families);
+        let events = EventMetrics::register(&mut registry);
         Self {
             registry,
             webhook,
             admitter,
+            events,
         }
     }
 
@@ -182,6 +186,40 @@ pub struct PathLabels {
 pub struct LoadLabels {
     /// `success` or `failure`.
     pub result: &'static str,
+}
+
+/// Labels of `kuota_events_dropped_total`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ReporterLabels {
+    /// The controller the events are reported as (`kueue-admission`, `kueue-job-controller`).
+    pub reporting_controller: String,
+}
+
+/// Metrics of the Kubernetes Events Kuota records; cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct EventMetrics {
+    dropped: Family<ReporterLabels, Counter>,
+}
+
+impl EventMetrics {
+    fn register(registry: &mut Registry) -> Self {
+        let metrics = Self::default();
+        registry.register(
+            "kuota_events_dropped",
+            "Kubernetes Events not written because too many waited to be, per reporting controller",
+            metrics.dropped.clone(),
+        );
+        metrics
+    }
+
+    /// The counter of dropped events reported as `controller`, exported (at 0) from now on.
+    pub fn dropped(&self, controller: &str) -> Counter {
+        self.dropped
+            .get_or_create(&ReporterLabels {
+                reporting_controller: controller.to_owned(),
+            })
+            .clone()
+    }
 }
 
 /// Path label value for requests to paths no webhook is served at.
@@ -1251,5 +1289,22 @@ mod tests {
             with.contains("# TYPE kueue_local_queue_status gauge\n"),
             "{with}"
         );
+    }
+
+    #[test]
+    fn dropped_events_are_exported_per_reporting_controller_from_zero() {
+        let metrics = MetricsRegistry::new();
+        let admission = metrics.events.dropped("kueue-admission");
+        metrics.events.dropped("kueue-job-controller");
+        admission.inc();
+        admission.inc();
+        let text = metrics.encode().unwrap();
+        for line in [
+            "# TYPE kuota_events_dropped counter\n",
+            "kuota_events_dropped_total{reporting_controller=\"kueue-admission\"} 2\n",
+            "kuota_events_dropped_total{reporting_controller=\"kueue-job-controller\"} 0\n",
+        ] {
+            assert!(text.contains(line), "{line} in\n{text}");
+        }
     }
 }

@@ -29,6 +29,7 @@ use kuota::{
     api::{crds, v1beta2::Workload},
     config::{Configuration, LoadOptions},
     jobs::{JobFramework, PYTORCH_JOB, workload_name},
+    metrics::EventMetrics,
     stores::Stores,
 };
 use kuota_cluster::{TestCluster, TestNamespace, eventually};
@@ -103,6 +104,7 @@ async fn cluster() -> &'static TestCluster {
                 client,
                 Arc::new(config),
                 stores,
+                EventMetrics::default(),
                 std::future::pending(),
             ));
         })

@@ -34,7 +34,7 @@ use kuota::admitter::run_scheduler;
 use kuota::api::v1beta2::{ClusterQueue, LocalQueue, ResourceFlavor, Topology, Workload};
 use kuota::config::{Configuration, LoadOptions};
 use kuota::k8s::leader::lead;
-use kuota::metrics::MetricsRegistry;
+use kuota::metrics::{EventMetrics, MetricsRegistry};
 use kuota::quota::model::{Admission, PodSetAssignment};
 use kuota::stores::Stores;
 use kuota_cluster::{TestCluster, TestNamespace, delete_ignoring_missing, eventually};
@@ -1236,7 +1236,7 @@ async fn a_job_whose_pods_never_get_ready_is_requeued_then_deactivated_past_its_
         async move {
             tokio::select! {
                 () = drivers.run() => {}
-                () = run_job_controllers(client.clone(), Arc::clone(&config), stores.clone(), stopped.clone()) => {}
+                () = run_job_controllers(client.clone(), Arc::clone(&config), stores.clone(), metrics.events.clone(), stopped.clone()) => {}
                 result = run_scheduler(client, config, stores, metrics, stopped) => {
                     result.expect("the stores sync");
                 }
@@ -1354,6 +1354,7 @@ async fn finished_workloads_are_deleted_once_their_retention_has_passed() {
     let retention = tokio::spawn(kuota::admitter::retention::delete_finished(
         env.client.clone(),
         Duration::from_secs(2),
+        EventMetrics::default(),
     ));
     let workloads = env.workloads();
     for (name, finalizers) in [

@@ -18,7 +18,7 @@ pub use scheduling::run_scheduler;
 
 use crate::{
     config::{Configuration, Feature},
-    metrics::MetricsRegistry,
+    metrics::{EventMetrics, MetricsRegistry},
     stores::Stores,
 };
 
@@ -42,13 +42,21 @@ pub async fn run(
         );
         async move {
             // Both halves stop when this future is dropped on losing the Lease.
-            let jobs = job_controllers_after_sync(client.clone(), config.clone(), stores.clone());
+            let events = metrics.events.clone();
+            let jobs = job_controllers_after_sync(
+                client.clone(),
+                config.clone(),
+                stores.clone(),
+                events.clone(),
+            );
             let retention = match config.object_retention_policies.workloads.after_finished {
-                Some(after) => retention::delete_finished(client.clone(), after).boxed(),
+                Some(after) => {
+                    retention::delete_finished(client.clone(), after, events.clone()).boxed()
+                }
                 None => futures::future::ready(()).boxed(),
             };
             let provisioning =
-                provisioning_after_sync(client.clone(), config.clone(), stores.clone());
+                provisioning_after_sync(client.clone(), config.clone(), stores.clone(), events);
             let ungater = ungater_after_sync(client.clone(), config.clone(), stores.clone());
             let scheduler =
                 run_scheduler(client, config, stores, metrics, futures::future::pending());
@@ -78,20 +86,31 @@ async fn stores_synced(config: &Configuration, stores: &Stores, what: &str) -> b
     }
 }
 
-async fn job_controllers_after_sync(client: Client, config: Arc<Configuration>, stores: Stores) {
+async fn job_controllers_after_sync(
+    client: Client,
+    config: Arc<Configuration>,
+    stores: Stores,
+    events: EventMetrics,
+) {
     if stores_synced(&config, &stores, "job controllers").await {
-        jobs::run_job_controllers(client, config, stores, futures::future::pending().boxed()).await;
+        let shutdown = futures::future::pending().boxed();
+        jobs::run_job_controllers(client, config, stores, events, shutdown).await;
     }
 }
 
-async fn provisioning_after_sync(client: Client, config: Arc<Configuration>, stores: Stores) {
+async fn provisioning_after_sync(
+    client: Client,
+    config: Arc<Configuration>,
+    stores: Stores,
+    events: EventMetrics,
+) {
     if !stores_synced(&config, &stores, "the ProvisioningRequest check").await {
         return;
     }
     let cleanup_on_eviction = config
         .feature_gates
         .enabled(Feature::CleanupProvisioningRequestsOnEviction);
-    provisioning::run(client, stores, cleanup_on_eviction).await;
+    provisioning::run(client, stores, cleanup_on_eviction, events).await;
 }
 
 /// The topology ungater, when `TopologyAwareScheduling` is on (no pod is gated otherwise).

@@ -18,6 +18,7 @@ use crate::api::constants::{RESOURCE_IN_USE_FINALIZER, condition};
 use crate::api::v1beta2::Workload;
 use crate::k8s::events::{Event, EventRecorder};
 use crate::k8s::finalizers;
+use crate::metrics::EventMetrics;
 
 /// Kueue's Workload controller, which reports the deletion.
 const EVENT_REPORTER: &str = "kueue-workload-controller";
@@ -143,9 +144,13 @@ fn follow(record: &mut Record, event: watcher::Event<Workload>, retention: Durat
 
 /// Deletes finished Workloads once `retention` has elapsed since they finished, until the
 /// watch ends.
-pub async fn delete_finished(client: Client, retention: Duration) {
+pub async fn delete_finished(client: Client, retention: Duration, events: EventMetrics) {
     let all: Api<Workload> = Api::all(client.clone());
-    let recorder = EventRecorder::new(client.clone(), EVENT_REPORTER);
+    let recorder = EventRecorder::new(
+        client.clone(),
+        EVENT_REPORTER,
+        events.dropped(EVENT_REPORTER),
+    );
     let mut events = watcher(all, watcher::Config::default())
         .default_backoff()
         .boxed();

@@ -1,12 +1,10 @@
 //! Kubernetes Events recorded on jobs and Workloads (`events.k8s.io/v1`, shown by
 //! `kubectl describe`), through the one recorder set-up every reporter shares. Recording is best
 //! effort: events are written in the background, a failure is logged, never retried, and an
-//! event that finds the backlog full is dropped. Notes are truncated as Kueue truncates them.
+//! event that finds the backlog full is dropped (and counted: `kuota_events_dropped_total`).
+//! Notes are truncated as Kueue truncates them.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicU64, Ordering},
-};
+use std::sync::Arc;
 
 use futures::StreamExt;
 use jiff::Timestamp;
@@ -18,6 +16,7 @@ use kube::{
     api::PostParams,
     runtime::events::{EventType, Reporter},
 };
+use prometheus_client::metrics::counter::Counter;
 use tokio::sync::mpsc::{self, error::TrySendError};
 
 use crate::k8s::conditions::{MAX_EVENT_MESSAGE, truncate_message};
@@ -55,13 +54,14 @@ pub struct Event {
 pub struct EventRecorder {
     reporter: Arc<Reporter>,
     backlog: mpsc::Sender<K8sEvent>,
-    dropped: Arc<AtomicU64>,
+    /// Events dropped so far (`kuota_events_dropped_total` of this reporter).
+    dropped: Counter,
 }
 
 impl EventRecorder {
-    /// A recorder reporting as `controller`, from the instance named by `POD_NAME`. Starts its
-    /// writer on the current Tokio runtime.
-    pub fn new(client: Client, controller: &str) -> Self {
+    /// A recorder reporting as `controller`, from the instance named by `POD_NAME`, counting
+    /// the events it drops in `dropped`. Starts its writer on the current Tokio runtime.
+    pub fn new(client: Client, controller: &str, dropped: Counter) -> Self {
         let reporter = Reporter {
             controller: controller.to_string(),
             instance: std::env::var("POD_NAME").ok(),
@@ -71,7 +71,7 @@ impl EventRecorder {
         EventRecorder {
             reporter: Arc::new(reporter),
             backlog,
-            dropped: Arc::default(),
+            dropped,
         }
     }
 
@@ -79,7 +79,7 @@ impl EventRecorder {
     pub fn record(&self, object: &ObjectReference, event: &Event) {
         let body = event_object(&self.reporter, object, event, Timestamp::now());
         if let Err(TrySendError::Full(_)) = self.backlog.try_send(body) {
-            let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            let dropped = self.dropped.inc() + 1;
             // One line per thousand: a slow API server drops many, and logging each would add
             // to what is already too much.
             if dropped % 1000 == 1 {
@@ -158,7 +158,7 @@ fn event_object(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use axum::http::{Request, Response};
     use pretty_assertions::assert_eq;
@@ -186,7 +186,12 @@ mod tests {
             futures::future::pending::<Result<Response<axum::body::Body>, std::convert::Infallible>>(
             )
         });
-        let recorder = EventRecorder::new(Client::new(service, "default"), "kueue-admission");
+        let dropped = Counter::default();
+        let recorder = EventRecorder::new(
+            Client::new(service, "default"),
+            "kueue-admission",
+            dropped.clone(),
+        );
         let event = Event {
             type_: EventType::Normal,
             reason: "QuotaReserved".to_owned(),
@@ -197,7 +202,7 @@ mod tests {
         for index in 0..EVENT_BACKLOG + 5 {
             recorder.record(&workload(&format!("wl-{index}")), &event);
         }
-        assert_eq!(recorder.dropped.load(Ordering::Relaxed), 5);
+        assert_eq!(dropped.get(), 5);
 
         for _ in 0..100 {
             tokio::task::yield_now().await;
@@ -207,7 +212,7 @@ mod tests {
         for index in 0..EVENTS_IN_FLIGHT + 1 {
             recorder.record(&workload(&format!("late-{index}")), &event);
         }
-        assert_eq!(recorder.dropped.load(Ordering::Relaxed), 6);
+        assert_eq!(dropped.get(), 6);
     }
 
     #[test]

@@ -55,6 +55,7 @@ use crate::config::Configuration;
 use crate::jobs::{self, FRAMEWORKS, JobFramework};
 use crate::k8s::events::{Event, EventRecorder, JOB_CONTROLLER_NAME};
 use crate::k8s::json::merge_patch;
+use crate::metrics::EventMetrics;
 use crate::stores::{Stores, kept, strip_bookkeeping};
 
 /// A Workload's metadata, as the controller of orphaned Workloads watches it.
@@ -131,11 +132,16 @@ pub async fn run_job_controllers(
     client: Client,
     config: Arc<Configuration>,
     stores: Stores,
+    events: EventMetrics,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let shutdown: Shutdown = shutdown.boxed().shared();
     let shared = Arc::new(SharedContext {
-        events: EventRecorder::new(client.clone(), JOB_CONTROLLER_NAME),
+        events: EventRecorder::new(
+            client.clone(),
+            JOB_CONTROLLER_NAME,
+            events.dropped(JOB_CONTROLLER_NAME),
+        ),
         settings: JobSettings::from_config(&config),
         client,
         config,

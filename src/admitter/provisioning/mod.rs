@@ -31,6 +31,7 @@ use crate::api::constants::MANAGED_LABEL;
 use crate::api::v1beta2::{AdmissionCheck, ProvisioningRequestConfig, Workload};
 use crate::k8s::conditions::set_condition;
 use crate::k8s::events::{Event, EventRecorder};
+use crate::metrics::EventMetrics;
 use crate::stores::{Changed, Stores};
 use plan::{Action, Snapshot};
 use request::ProvisioningRequest;
@@ -46,7 +47,7 @@ const EVENT_REPORTER: &str = "kueue-provisioning-request-controller";
 
 /// Runs the check until the future is dropped: waits for the autoscaler's API, then keeps
 /// the check states of Workloads holding quota in line with their ProvisioningRequests.
-pub async fn run(client: Client, stores: Stores, cleanup_on_eviction: bool) {
+pub async fn run(client: Client, stores: Stores, cleanup_on_eviction: bool, events: EventMetrics) {
     while !serves_requests(&client).await {
         tokio::time::sleep(DISCOVERY_INTERVAL).await;
     }
@@ -61,7 +62,11 @@ pub async fn run(client: Client, stores: Stores, cleanup_on_eviction: bool) {
         changed.clone(),
     );
     let check = Check {
-        recorder: EventRecorder::new(client.clone(), EVENT_REPORTER),
+        recorder: EventRecorder::new(
+            client.clone(),
+            EVENT_REPORTER,
+            events.dropped(EVENT_REPORTER),
+        ),
         client,
         stores,
         requests,

@@ -99,6 +99,7 @@ pub async fn run_scheduler(
         client.clone(),
         stores.workloads.clone(),
         metrics.admitter.clone(),
+        &metrics.events,
         role,
     );
     let scheduler = Scheduler::new(&config, applier, metrics.admitter.clone(), role, statuses);

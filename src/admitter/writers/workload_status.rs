@@ -23,7 +23,7 @@ use crate::k8s::conditions::{new_condition, set_condition};
 use crate::k8s::events::{Event, EventRecorder};
 use crate::k8s::quantity::format_quantity;
 use crate::metrics::{
-    AdmitterMetrics, EvictionLabels, PreemptionLabels, PriorityLabels, ReplicaRole,
+    AdmitterMetrics, EventMetrics, EvictionLabels, PreemptionLabels, PriorityLabels, ReplicaRole,
 };
 use crate::quota::from_api::workload_key;
 use crate::quota::model;
@@ -737,9 +737,14 @@ impl Applier {
         client: Client,
         workloads: Store<api::Workload>,
         metrics: AdmitterMetrics,
+        events: &EventMetrics,
         role: ReplicaRole,
     ) -> Self {
-        let recorder = EventRecorder::new(client.clone(), EVENT_REPORTER);
+        let recorder = EventRecorder::new(
+            client.clone(),
+            EVENT_REPORTER,
+            events.dropped(EVENT_REPORTER),
+        );
         Self {
             client,
             workloads,
