@@ -733,7 +733,8 @@ struct Load {
     window: Duration,
     /// Requests h2load saw fail (an error or a status other than 2xx) in its whole run.
     failures: usize,
-    server: ProcessUsage,
+    /// The server's VmHWM when the window closes.
+    server_peak_rss_mib: f64,
     server_cpu_seconds: f64,
     client_cpu_seconds: f64,
 }
@@ -801,7 +802,7 @@ async fn drive(
         latencies,
         window: closed.duration_since(opened)?,
         failures: failed_requests(&stdout)?,
-        server: server_after,
+        server_peak_rss_mib: server_after.peak_rss_mib,
         server_cpu_seconds: server_after.cpu_seconds - server_before.cpu_seconds,
         client_cpu_seconds: client_after.cpu_seconds - client_before.cpu_seconds,
     })
@@ -852,7 +853,7 @@ async fn measure(
                 wall: load.window,
                 failures: load.failures,
                 cpu_seconds: load.server_cpu_seconds,
-                peak_rss_mib: load.server.peak_rss_mib,
+                peak_rss_mib: load.server_peak_rss_mib,
                 client_cpu_seconds: load.client_cpu_seconds,
             });
         }

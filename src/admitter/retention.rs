@@ -144,12 +144,12 @@ fn follow(record: &mut Record, event: watcher::Event<Workload>, retention: Durat
 
 /// Deletes finished Workloads once `retention` has elapsed since they finished, until the
 /// watch ends.
-pub async fn delete_finished(client: Client, retention: Duration, events: EventMetrics) {
+pub async fn delete_finished(client: Client, retention: Duration, event_metrics: EventMetrics) {
     let all: Api<Workload> = Api::all(client.clone());
     let recorder = EventRecorder::new(
         client.clone(),
         EVENT_REPORTER,
-        events.dropped(EVENT_REPORTER),
+        event_metrics.dropped(EVENT_REPORTER),
     );
     let mut events = watcher(all, watcher::Config::default())
         .default_backoff()
