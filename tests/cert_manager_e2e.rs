@@ -24,7 +24,6 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use kube::api::{Api, DeleteParams, PostParams};
-use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use kuota::admission::table::{
     mutating_configuration, service_client_config, validating_configuration,
@@ -33,6 +32,7 @@ use kuota::metrics::MetricsRegistry;
 use kuota::tls::certs::{CA_CERT_FILE, TLS_CERT_FILE, TLS_KEY_FILE, inspect_certificate};
 use kuota::tls::manager::{CA_KEY_FILE, CertBundle, CertManager, CertManagerConfig};
 use kuota::tls::{TlsHandle, install_crypto_provider};
+use kuota::webhook::RawObject;
 use kuota::webhook::{
     AdmissionHandler, AdmissionRoute, Readiness, ServerHandle, TlsSource, WebhookServerConfig,
     WebhookState, WebhookType, serve,
@@ -351,7 +351,7 @@ impl AdmissionHandler for AllowAll {
     fn admit<'a>(
         &'a self,
         _route: &'a AdmissionRoute,
-        request: &'a AdmissionRequest<DynamicObject>,
+        request: &'a AdmissionRequest<RawObject>,
     ) -> BoxFuture<'a, AdmissionResponse> {
         Box::pin(async move { AdmissionResponse::from(request) })
     }

@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use futures::future::BoxFuture;
-use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use kuota::metrics::MetricsRegistry;
 use kuota::tls::TlsError;
 use kuota::tls::certs::{self, CertificateAuthority, ServingCert};
+use kuota::webhook::RawObject;
 use kuota::webhook::{
     AdmissionHandler, AdmissionRoute, Converter, Readiness, RequestLimits, ServerError,
     ServerHandle, TlsSource, WebhookServerConfig, WebhookState, WebhookType, router, serve,
@@ -62,7 +62,7 @@ impl AdmissionHandler for FakeHandler {
     fn admit<'a>(
         &'a self,
         route: &'a AdmissionRoute,
-        request: &'a AdmissionRequest<DynamicObject>,
+        request: &'a AdmissionRequest<RawObject>,
     ) -> BoxFuture<'a, AdmissionResponse> {
         Box::pin(async move {
             self.calls.fetch_add(1, Ordering::SeqCst);

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use kube::core::Status;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
-use kube::core::{DynamicObject, Status};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tracing::{info, warn};
@@ -23,7 +23,7 @@ use super::table::{KueueKind, Target, webhook_table};
 use crate::api::v1beta2::{ClusterQueue, Cohort, ResourceFlavor, Workload};
 use crate::config::Configuration;
 use crate::k8s::field::{FieldError, aggregate};
-use crate::webhook::{AdmissionHandler, AdmissionRoute, Converter, WebhookType};
+use crate::webhook::{AdmissionHandler, AdmissionRoute, Converter, RawObject, WebhookType};
 
 /// The admission handler for every job kind and Kueue kind Kuota serves.
 pub struct KuotaAdmission {
@@ -49,7 +49,7 @@ impl KuotaAdmission {
     async fn decide(
         &self,
         route: &AdmissionRoute,
-        request: &AdmissionRequest<DynamicObject>,
+        request: &AdmissionRequest<RawObject>,
     ) -> AdmissionResponse {
         let Some(target) = self.targets.get(&route.path).copied() else {
             return AdmissionResponse::from(request);
@@ -64,18 +64,14 @@ impl KuotaAdmission {
         if !matches!(request.operation, Operation::Create | Operation::Update) {
             return AdmissionResponse::from(request);
         }
-        let Some(object) = request.object.as_ref() else {
+        let Some(object) = request.object.as_ref().map(RawObject::json) else {
             return deny(request, "the request has no object");
-        };
-        let object = match serde_json::to_value(object) {
-            Ok(object) => object,
-            Err(err) => return deny(request, &format!("cannot read the object: {err}")),
         };
         let old = request
             .old_object
             .as_ref()
             .filter(|_| request.operation == Operation::Update)
-            .and_then(|old| serde_json::to_value(old).ok());
+            .map(RawObject::json);
         let create = request.operation == Operation::Create;
         match (target, route.webhook_type) {
             (Target::Job(framework), _)
@@ -84,26 +80,26 @@ impl KuotaAdmission {
                 AdmissionResponse::from(request)
             }
             (Target::Job(framework), WebhookType::Mutating) if create => {
-                let namespace = namespace_of(request, &object);
+                let namespace = namespace_of(request, object);
                 let defaulted = default_job(
                     framework,
                     &self.config,
                     self.state.as_ref(),
                     &namespace,
-                    &object,
+                    object,
                 )
                 .await;
-                patched(request, &object, &defaulted)
+                patched(request, object, &defaulted)
             }
             (Target::Job(framework), WebhookType::Validating) => {
-                let namespace = namespace_of(request, &object);
+                let namespace = namespace_of(request, object);
                 let verdict = validate_job(
                     framework,
                     &self.config,
                     self.state.as_ref(),
                     &namespace,
-                    old.as_ref(),
-                    &object,
+                    old,
+                    object,
                 )
                 .await;
                 let mut response = match verdict.denial {
@@ -121,30 +117,26 @@ impl KuotaAdmission {
             ) if create => {
                 let mut defaulted = object.clone();
                 kueue::add_resource_in_use_finalizer(&mut defaulted);
-                patched(request, &object, &defaulted)
+                patched(request, object, &defaulted)
             }
             (Target::Kueue(KueueKind::Workload), WebhookType::Mutating) if create => {
                 let mut defaulted = object.clone();
                 kueue::default_workload(&mut defaulted, &self.config.feature_gates);
-                patched(request, &object, &defaulted)
+                patched(request, object, &defaulted)
             }
             (Target::Kueue(kind), WebhookType::Validating) => {
                 let gates = &self.config.feature_gates;
                 let violations = match kind {
-                    KueueKind::ClusterQueue => {
-                        typed(&object, old.as_ref(), |new: &ClusterQueue, old| {
-                            kueue::validate_cluster_queue(new, old, gates)
-                        })
-                    }
-                    KueueKind::Cohort => typed(&object, old.as_ref(), |new: &Cohort, _| {
-                        kueue::validate_cohort(new)
+                    KueueKind::ClusterQueue => typed(object, old, |new: &ClusterQueue, old| {
+                        kueue::validate_cluster_queue(new, old, gates)
                     }),
-                    KueueKind::ResourceFlavor => {
-                        typed(&object, old.as_ref(), |new: &ResourceFlavor, _| {
-                            kueue::validate_resource_flavor(new)
-                        })
+                    KueueKind::Cohort => {
+                        typed(object, old, |new: &Cohort, _| kueue::validate_cohort(new))
                     }
-                    KueueKind::Workload => typed(&object, old.as_ref(), |new: &Workload, old| {
+                    KueueKind::ResourceFlavor => typed(object, old, |new: &ResourceFlavor, _| {
+                        kueue::validate_resource_flavor(new)
+                    }),
+                    KueueKind::Workload => typed(object, old, |new: &Workload, old| {
                         kueue::validate_workload(new, old, gates)
                     }),
                 };
@@ -172,14 +164,14 @@ impl AdmissionHandler for KuotaAdmission {
     fn admit<'a>(
         &'a self,
         route: &'a AdmissionRoute,
-        request: &'a AdmissionRequest<DynamicObject>,
+        request: &'a AdmissionRequest<RawObject>,
     ) -> BoxFuture<'a, AdmissionResponse> {
         self.decide(route, request).boxed()
     }
 }
 
 /// The request's namespace, or the object's.
-fn namespace_of(request: &AdmissionRequest<DynamicObject>, object: &Value) -> String {
+fn namespace_of(request: &AdmissionRequest<RawObject>, object: &Value) -> String {
     request
         .namespace
         .clone()
@@ -208,7 +200,7 @@ fn typed<K: DeserializeOwned>(
 }
 
 /// A refusal as controller-runtime sends it: code 403, reason `Forbidden`.
-fn deny(request: &AdmissionRequest<DynamicObject>, message: &str) -> AdmissionResponse {
+fn deny(request: &AdmissionRequest<RawObject>, message: &str) -> AdmissionResponse {
     let mut response = AdmissionResponse::from(request);
     response.allowed = false;
     response.result = Status::failure(message, "Forbidden").with_code(403);
@@ -217,7 +209,7 @@ fn deny(request: &AdmissionRequest<DynamicObject>, message: &str) -> AdmissionRe
 
 /// Allowed, with a JSON patch from `before` to `after` when they differ.
 fn patched(
-    request: &AdmissionRequest<DynamicObject>,
+    request: &AdmissionRequest<RawObject>,
     before: &Value,
     after: &Value,
 ) -> AdmissionResponse {

@@ -17,7 +17,6 @@ use std::fmt::Display;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use serde_json::Value;
 
@@ -26,6 +25,7 @@ pub use metrics_auth::{ApiServerReviewer, MetricsAuthorizer};
 pub use metrics_server::{
     MetricsCertSource, MetricsServerError, MetricsServerHandle, metrics_cert_source, serve_metrics,
 };
+pub use review::RawObject;
 pub use router::{CONVERT_PATH, RequestLimits, WebhookState, router};
 pub use server::{ServerError, ServerHandle, TlsSource, WebhookServerConfig, serve};
 
@@ -68,7 +68,7 @@ impl AdmissionRoute {
     }
 
     /// Whether the request is about the kind this route expects (versions may differ).
-    pub fn matches(&self, request: &AdmissionRequest<DynamicObject>) -> bool {
+    pub fn matches(&self, request: &AdmissionRequest<RawObject>) -> bool {
         request.kind.group == self.group && request.kind.kind == self.kind
     }
 }
@@ -87,7 +87,7 @@ pub trait AdmissionHandler: Send + Sync {
     fn admit<'a>(
         &'a self,
         route: &'a AdmissionRoute,
-        request: &'a AdmissionRequest<DynamicObject>,
+        request: &'a AdmissionRequest<RawObject>,
     ) -> BoxFuture<'a, AdmissionResponse>;
 }
 

@@ -55,7 +55,8 @@ impl Default for RequestLimits {
     }
 }
 
-/// Everything the webhook router needs; cheap to clone.
+/// Everything the webhook router needs. The router shares it behind one `Arc`, so a request
+/// costs one reference count, not one per field.
 #[derive(Clone)]
 pub struct WebhookState {
     handler: Arc<dyn AdmissionHandler>,
@@ -132,6 +133,7 @@ impl WebhookState {
 /// The webhook router: `POST <route path>` for admission, `POST /convert` when a converter is
 /// set, JSON `metav1.Status` errors (400, 404, 405, 408, 413, 500) otherwise.
 pub fn router(state: WebhookState) -> Router {
+    let state = Arc::new(state);
     let mut router = Router::new().route("/{webhook}", post(admit).fallback(method_not_allowed));
     if state.converter.is_some() {
         router = router.route(CONVERT_PATH, post(convert).fallback(method_not_allowed));
@@ -145,7 +147,7 @@ pub fn router(state: WebhookState) -> Router {
 }
 
 /// Bounds the whole request by the request timeout and records its metrics.
-async fn observe(State(state): State<WebhookState>, request: Request, next: Next) -> Response {
+async fn observe(State(state): State<Arc<WebhookState>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let path = state.path_label(request.uri().path());
     let timeout = state.limits.request_timeout;
@@ -184,36 +186,31 @@ fn result_from_status(status: StatusCode) -> RequestResult {
     }
 }
 
-async fn admit(State(state): State<WebhookState>, request: Request) -> Response {
-    let path = request.uri().path().to_owned();
-    let Some(route) = state.routes.get(&path).cloned() else {
-        return not_found_at(&path);
+async fn admit(State(state): State<Arc<WebhookState>>, request: Request) -> Response {
+    let Some(route) = state.routes.get(request.uri().path()) else {
+        return not_found_at(request.uri().path());
     };
+    let path = route.path.as_str();
+    let body = match read_body(request, &state, path).await {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let request = match review::parse_admission_review(&body) {
+        Ok(request) => request,
+        Err(err) => return malformed(&err, path),
+    };
+    // Built once with every field: recording them one by one formats the span's fields again
+    // at each record, on every request.
     let span = info_span!(
         "admission",
-        path = %route.path,
-        uid = Empty,
-        kind = Empty,
-        namespace = Empty,
-        name = Empty,
-        operation = Empty,
+        path,
+        uid = request.uid.as_str(),
+        kind = review::kind_label(&request),
+        namespace = request.namespace.as_deref().unwrap_or(""),
+        name = request.name.as_str(),
+        operation = review::operation_name(&request.operation),
     );
-    async move {
-        let body = match read_body(request, &state).await {
-            Ok(body) => body,
-            Err(response) => return response,
-        };
-        let request = match review::parse_admission_review(&body) {
-            Ok(request) => request,
-            Err(err) => return malformed(&err),
-        };
-        let span = Span::current();
-        span.record("uid", request.uid.as_str());
-        span.record("kind", review::kind_label(&request));
-        span.record("namespace", request.namespace.as_deref().unwrap_or(""));
-        span.record("name", request.name.as_str());
-        span.record("operation", review::operation_name(&request.operation));
-
+    async {
         let response = if route.webhook_type == WebhookType::Mutating && !route.matches(&request) {
             // The configuration sent us a kind this path does not mutate. Denying (failing
             // closed) would block every such object in the cluster over a configuration
@@ -224,7 +221,7 @@ async fn admit(State(state): State<WebhookState>, request: Request) -> Response 
             );
             review::allow_unchanged(&request)
         } else {
-            let decision = AssertUnwindSafe(state.handler.admit(&route, &request))
+            let decision = AssertUnwindSafe(state.handler.admit(route, &request))
                 .catch_unwind()
                 .await;
             match decision {
@@ -257,7 +254,7 @@ async fn admit(State(state): State<WebhookState>, request: Request) -> Response 
     .await
 }
 
-async fn convert(State(state): State<WebhookState>, request: Request) -> Response {
+async fn convert(State(state): State<Arc<WebhookState>>, request: Request) -> Response {
     let span = info_span!(
         "conversion",
         uid = Empty,
@@ -268,13 +265,13 @@ async fn convert(State(state): State<WebhookState>, request: Request) -> Respons
         let Some(converter) = state.converter.clone() else {
             return not_found_at(CONVERT_PATH);
         };
-        let body = match read_body(request, &state).await {
+        let body = match read_body(request, &state, CONVERT_PATH).await {
             Ok(body) => body,
             Err(response) => return response,
         };
         let request = match review::parse_conversion_review(&body) {
             Ok(request) => request,
-            Err(err) => return malformed(&err),
+            Err(err) => return malformed(&err, CONVERT_PATH),
         };
         let span = Span::current();
         span.record("uid", request.uid.as_str());
@@ -295,14 +292,15 @@ async fn convert(State(state): State<WebhookState>, request: Request) -> Respons
     .await
 }
 
-/// Reads the body within the size limit set by `DefaultBodyLimit`.
-async fn read_body(request: Request, state: &WebhookState) -> Result<Bytes, Response> {
+/// Reads the body within the size limit set by `DefaultBodyLimit`; `path` names the webhook in
+/// the log.
+async fn read_body(request: Request, state: &WebhookState, path: &str) -> Result<Bytes, Response> {
     Bytes::from_request(request, state)
         .await
         .map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 let limit = state.limits.max_body_bytes;
-                warn!(limit, "request body too large");
+                warn!(path, limit, "request body too large");
                 error_response(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     "RequestEntityTooLarge",
@@ -311,7 +309,7 @@ async fn read_body(request: Request, state: &WebhookState) -> Result<Bytes, Resp
                 )
             } else {
                 let message = rejection.body_text();
-                warn!(%message, "cannot read request body");
+                warn!(path, %message, "cannot read request body");
                 error_response(
                     StatusCode::BAD_REQUEST,
                     "BadRequest",
@@ -322,8 +320,8 @@ async fn read_body(request: Request, state: &WebhookState) -> Result<Bytes, Resp
         })
 }
 
-fn malformed(err: &ReviewError) -> Response {
-    warn!(error = %err, "rejecting malformed review");
+fn malformed(err: &ReviewError, path: &str) -> Response {
+    warn!(path, error = %err, "rejecting malformed review");
     error_response(
         StatusCode::BAD_REQUEST,
         "BadRequest",

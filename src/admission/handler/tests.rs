@@ -40,7 +40,7 @@ fn review_request(
     operation: &str,
     object: Value,
     old: Option<Value>,
-) -> AdmissionRequest<DynamicObject> {
+) -> AdmissionRequest<RawObject> {
     let body = json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",

@@ -114,7 +114,7 @@ fn review_of(
     operation: &str,
     object: &Value,
     old: Option<&Value>,
-) -> Option<AdmissionRequest<DynamicObject>> {
+) -> Option<AdmissionRequest<RawObject>> {
     let version = object["apiVersion"]
         .as_str()
         .and_then(|v| v.rsplit('/').next())
@@ -147,7 +147,7 @@ fn answer(
     runtime: &tokio::runtime::Runtime,
     handler: &KuotaAdmission,
     route: &AdmissionRoute,
-    request: &AdmissionRequest<DynamicObject>,
+    request: &AdmissionRequest<RawObject>,
 ) -> AdmissionResponse {
     runtime.block_on(handler.admit(route, request))
 }
