@@ -46,7 +46,7 @@ pub struct Tools {
 
 /// Builds (cached) Kueue's tools and the control plane.
 pub fn tools() -> Result<Tools, Error> {
-    let kueue_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kueue");
+    let kueue_dir = crate::crate_dir().join("../kueue");
     let bin = PathBuf::from(script_output(&kueue_dir.join("build.sh"), &[])?);
     let kueue_module = PathBuf::from(script_output(&kueue_dir.join("module.sh"), &[])?);
     let kueue_version = kueue_module
@@ -67,7 +67,7 @@ pub fn tools() -> Result<Tools, Error> {
 
 /// Builds (cached) Kueue's manager, `cmd/kueue` of the pinned release, and returns its path.
 pub fn manager() -> Result<PathBuf, Error> {
-    let build = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kueue/build.sh");
+    let build = crate::crate_dir().join("../kueue/build.sh");
     Ok(PathBuf::from(script_output(&build, &["manager"])?))
 }
 

@@ -165,6 +165,21 @@ pub struct ControlPlane {
     components: std::sync::Mutex<Vec<process::Supervised>>,
 }
 
+/// This crate's directory, `dev/cluster`, in the checkout that cargo runs from (tests, benches
+/// and `cargo run` get `CARGO_MANIFEST_DIR` at run time). The path compiled in is a fallback
+/// only: a target directory shared between checkouts may hold this crate built from another
+/// one, whose path need not exist any more.
+pub fn crate_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .and_then(|dir| {
+            dir.ancestors()
+                .map(|ancestor| ancestor.join("dev/cluster"))
+                .find(|candidate| candidate.join("build.sh").is_file())
+        })
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
 /// Builds the control plane binaries if the pins changed and returns their directory.
 ///
 /// `KUOTA_CONTROL_PLANE_BIN` may point at an already built directory.
@@ -172,7 +187,7 @@ pub fn build() -> Result<PathBuf, Error> {
     if let Some(dir) = std::env::var_os("KUOTA_CONTROL_PLANE_BIN") {
         return Ok(PathBuf::from(dir));
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("build.sh");
+    let script = crate_dir().join("build.sh");
     let output = Command::new("bash")
         .arg(&script)
         .stderr(std::process::Stdio::inherit())

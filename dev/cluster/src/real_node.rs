@@ -660,7 +660,7 @@ fn shim_sockets(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn teardown_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("real-node-teardown.sh")
+    crate::crate_dir().join("real-node-teardown.sh")
 }
 
 fn lock_path() -> PathBuf {

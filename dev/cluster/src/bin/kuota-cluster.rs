@@ -34,9 +34,7 @@ async fn main() -> ExitCode {
 }
 
 async fn up(args: &[String]) -> Result<(), kuota_cluster::Error> {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()?;
+    let repo = kuota_cluster::crate_dir().join("../..").canonicalize()?;
     let mut dir = repo.join(".kuota/cluster");
     let mut samples = true;
     let mut iter = args.iter();
