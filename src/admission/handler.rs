@@ -23,6 +23,7 @@ use super::table::{KueueKind, Target, webhook_table};
 use crate::api::v1beta2::{ClusterQueue, Cohort, ResourceFlavor, Workload};
 use crate::config::Configuration;
 use crate::k8s::field::{FieldError, aggregate};
+use crate::k8s::json;
 use crate::webhook::{AdmissionHandler, AdmissionRoute, Converter, RawObject, WebhookType};
 
 /// The admission handler for every job kind and Kueue kind Kuota serves.
@@ -177,8 +178,7 @@ fn namespace_of(request: &AdmissionRequest<RawObject>, object: &Value) -> String
         .clone()
         .filter(|namespace| !namespace.is_empty())
         .or_else(|| {
-            object
-                .pointer("/metadata/namespace")
+            json::at(object, "/metadata/namespace")
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         })

@@ -46,7 +46,7 @@ use crate::api::v1beta2::{ClusterQueue, StopPolicy};
 use crate::config::{Configuration, Feature, QueueReferencePolicy};
 use crate::jobs::{JobFramework, MAX_POD_SETS, PodSet, ValidationInput, validation::go_atoi};
 use crate::k8s::field::{ErrorType, FieldError, aggregate};
-use crate::k8s::json::{annotation, label, set_label};
+use crate::k8s::json::{self, annotation, label, set_label};
 use crate::k8s::names;
 
 /// The prebuilt-workload annotation shares its key with the label.
@@ -81,9 +81,7 @@ fn annotation_path(key: &str) -> String {
 /// Whether the object's controller owner is a job kind Kuota manages (an enabled framework or
 /// one of `integrations.externalFrameworks`).
 pub fn owned_by_managed_job(object: &Value, config: &Configuration) -> bool {
-    let Some(owners) = object
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
+    let Some(owners) = json::at(object, "/metadata/ownerReferences").and_then(Value::as_array)
     else {
         return false;
     };
@@ -134,9 +132,7 @@ async fn namespace_is_managed(
 }
 
 fn being_deleted(object: &Value) -> bool {
-    object
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|t| !t.is_null())
+    json::at(object, "/metadata/deletionTimestamp").is_some_and(|t| !t.is_null())
 }
 
 // === defaulting ===

@@ -227,7 +227,7 @@ impl BatchJob {
 }
 
 fn template_label(job: &Value, key: &str) -> Option<String> {
-    job.pointer("/spec/template/metadata/labels")?
+    json::at(job, "/spec/template/metadata/labels")?
         .get(key)?
         .as_str()
         .map(str::to_string)
@@ -305,8 +305,7 @@ fn validate_completions_equal_parallelism(job: &Value) -> Vec<FieldError> {
                 "should not be enabled for NonIndexed jobs",
             ));
         }
-        let completions = job
-            .pointer("/spec/completions")
+        let completions = json::at(job, "/spec/completions")
             .cloned()
             .unwrap_or(Value::Null);
         if json::i32_at(job, "/spec/parallelism").unwrap_or(1)

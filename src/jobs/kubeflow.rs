@@ -114,7 +114,7 @@ impl JobFramework for KubeflowJob {
     }
 
     fn is_active(&self, job: &Value) -> bool {
-        job.pointer("/status/replicaStatuses")
+        json::at(job, "/status/replicaStatuses")
             .and_then(Value::as_object)
             .is_some_and(|statuses| {
                 statuses

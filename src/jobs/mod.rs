@@ -385,7 +385,7 @@ pub(crate) fn typed_at<T: DeserializeOwned>(
     value: &Value,
     pointer: &str,
 ) -> Result<Option<T>, JobError> {
-    match value.pointer(pointer) {
+    match json::at(value, pointer) {
         None | Some(Value::Null) => Ok(None),
         Some(found) => T::deserialize(found)
             .map(Some)

@@ -461,9 +461,7 @@ pub(crate) fn restore_templates(
 fn restore_template(template: &mut Value, info: &PodSetInfo) {
     for (field, map_pointer) in TEMPLATE_MAPS {
         let wanted = info_map(info, field);
-        let current = template
-            .pointer(map_pointer)
-            .map(BTreeMap::<String, String>::deserialize);
+        let current = json::at(template, map_pointer).map(BTreeMap::<String, String>::deserialize);
         let unchanged = match current {
             None => wanted.is_empty(),
             Some(Ok(current)) => &current == wanted,
@@ -485,7 +483,7 @@ fn restore_list<T>(template: &mut Value, pointer: &str, wanted: &[T])
 where
     T: serde::Serialize + serde::de::DeserializeOwned + PartialEq,
 {
-    let current = template.pointer(pointer).map(Vec::<T>::deserialize);
+    let current = json::at(template, pointer).map(Vec::<T>::deserialize);
     let unchanged = match current {
         None => wanted.is_empty(),
         Some(Ok(current)) => current == wanted,
@@ -509,7 +507,7 @@ fn replace(template: &mut Value, pointer: &str, new: Option<Value>) {
 
 /// The string map at a pointer; non-string values are kept as their JSON text.
 fn string_map(template: &Value, pointer: &str) -> BTreeMap<String, String> {
-    let Some(Value::Object(map)) = template.pointer(pointer) else {
+    let Some(Value::Object(map)) = json::at(template, pointer) else {
         return BTreeMap::new();
     };
     map.iter()

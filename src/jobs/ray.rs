@@ -27,7 +27,7 @@ pub(crate) const GROUP: &str = "ray.io";
 
 /// Head PodSet first, then one PodSet per worker group, from the spec at `spec_pointer`.
 pub(crate) fn cluster_pod_sets(job: &Value, spec_pointer: &str) -> Result<Vec<PodSet>, JobError> {
-    let spec = job.pointer(spec_pointer).filter(|spec| !spec.is_null());
+    let spec = json::at(job, spec_pointer).filter(|spec| !spec.is_null());
     let spec = spec.ok_or_else(|| JobError::MissingField {
         pointer: spec_pointer.to_string(),
     })?;

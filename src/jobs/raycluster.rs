@@ -73,7 +73,7 @@ impl JobFramework for RayCluster {
         };
         let new = input.new;
         if input.manage_jobs_without_queue_name || super::queue_name(new).is_some() {
-            let spec = new.pointer("/spec").unwrap_or(&Value::Null);
+            let spec = json::at(new, "/spec").unwrap_or(&Value::Null);
             if json::bool_at(spec, "/enableInTreeAutoscaling") == Some(true) {
                 errors.push(ray::autoscaling_error(
                     new,

@@ -150,8 +150,7 @@ impl JobFramework for RayJob {
             // Kueue returns early in these cases, without the common rules.
             match (has_selector, has_cluster_spec) {
                 (true, true) => {
-                    let selector = new
-                        .pointer("/spec/clusterSelector")
+                    let selector = json::at(new, "/spec/clusterSelector")
                         .cloned()
                         .unwrap_or(Value::Null);
                     errors.push(FieldError::invalid(
@@ -178,7 +177,7 @@ impl JobFramework for RayJob {
                     "a kueue managed job should delete the cluster after finishing",
                 ));
             }
-            let spec = new.pointer(CLUSTER_SPEC).unwrap_or(&Value::Null);
+            let spec = json::at(new, CLUSTER_SPEC).unwrap_or(&Value::Null);
             if json::bool_at(spec, "/enableInTreeAutoscaling") == Some(true) {
                 errors.push(ray::autoscaling_error(
                     new,
@@ -199,7 +198,7 @@ fn submission_mode(job: &Value) -> &str {
 }
 
 fn uses_existing_cluster(job: &Value) -> bool {
-    job.pointer("/spec/clusterSelector")
+    json::at(job, "/spec/clusterSelector")
         .and_then(Value::as_object)
         .is_some_and(|selector| !selector.is_empty())
 }
@@ -216,7 +215,7 @@ fn submitter_container() -> Container {
 /// The submitter pod KubeRay creates when the RayJob has no `submitterPodTemplate`.
 fn default_submitter_template(job: &Value) -> Result<PodTemplateSpec, JobError> {
     let head_container = format!("{CLUSTER_SPEC}/headGroupSpec/template/spec/containers/0");
-    let head = job.pointer(&head_container).ok_or(JobError::MissingField {
+    let head = json::at(job, &head_container).ok_or(JobError::MissingField {
         pointer: head_container.clone(),
     })?;
     let image = head

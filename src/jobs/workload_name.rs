@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use super::JobFramework;
+use crate::k8s::json;
 
 /// Longest Workload name (a DNS subdomain).
 const MAX_NAME_LENGTH: usize = 253;
@@ -26,7 +27,7 @@ pub fn workload_name(kind: &str, group: &str, job_name: &str, job_uid: &str) -> 
 /// The Workload name for a job object of this framework (from `metadata.name` and `.uid`).
 pub fn workload_name_for(framework: &dyn JobFramework, job: &Value) -> String {
     let field = |pointer| {
-        job.pointer(pointer)
+        json::at(job, pointer)
             .and_then(Value::as_str)
             .unwrap_or_default()
     };

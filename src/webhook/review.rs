@@ -66,9 +66,10 @@ impl<'de> Deserialize<'de> for RawObject {
         }
         let metadata = match json.get("metadata") {
             None | Some(Value::Null) => ObjectMeta::default(),
-            Some(metadata) => serde_path_to_error::deserialize(metadata).map_err(|err| {
-                D::Error::custom(format!("metadata.{}: {}", err.path(), err.inner()))
-            })?,
+            Some(metadata) => match ObjectMeta::deserialize(metadata) {
+                Ok(decoded) => decoded,
+                Err(err) => return Err(D::Error::custom(metadata_error(metadata, err))),
+            },
         };
         Ok(Self { json, metadata })
     }
@@ -107,6 +108,15 @@ impl Resource for RawObject {
     /// the API server sent, and answers change it by patch.
     fn meta_mut(&mut self) -> &mut ObjectMeta {
         &mut self.metadata
+    }
+}
+
+/// The metadata's decoding error with the field it is about. The path is traced only now, on a
+/// second decode: tracing it on every review would cost each one.
+fn metadata_error(metadata: &Value, err: serde_json::Error) -> String {
+    match serde_path_to_error::deserialize::<_, ObjectMeta>(metadata) {
+        Err(traced) => format!("metadata.{}: {}", traced.path(), traced.inner()),
+        Ok(_) => format!("metadata: {err}"),
     }
 }
 

@@ -24,6 +24,7 @@ use crate::config::{Configuration, Feature, NamespaceSelector, WaitForPodsReady}
 use crate::jobs::{self, JobError, JobFramework, TopologyGates};
 use crate::k8s::conditions::set_condition;
 use crate::k8s::events::Event;
+use crate::k8s::json;
 
 /// The parts of the configuration the job controllers act on.
 #[derive(Clone, Debug, PartialEq)]
@@ -599,10 +600,7 @@ pub fn stop_step(
             return Some(patch_job(stopping, Some(normal("Stopped", message))));
         }
     }
-    if job
-        .pointer("/status/startTime")
-        .is_some_and(|time| !time.is_null())
-    {
+    if json::at(job, "/status/startTime").is_some_and(|time| !time.is_null()) {
         return Some(JobAction::ClearJobStartTime);
     }
     let mut restored = job.clone();
@@ -787,6 +785,5 @@ fn set_annotation(object: &mut Value, key: &str, value: &str) {
 }
 
 fn is_deleting(job: &Value) -> bool {
-    job.pointer("/metadata/deletionTimestamp")
-        .is_some_and(|time| !time.is_null())
+    json::at(job, "/metadata/deletionTimestamp").is_some_and(|time| !time.is_null())
 }

@@ -54,7 +54,7 @@ use crate::api::v1beta2::{ResourceFlavorSpec, Workload, WorkloadStatus};
 use crate::config::Configuration;
 use crate::jobs::{self, FRAMEWORKS, JobFramework};
 use crate::k8s::events::{Event, EventRecorder, JOB_CONTROLLER_NAME};
-use crate::k8s::json::merge_patch;
+use crate::k8s::json::{self, merge_patch};
 use crate::metrics::EventMetrics;
 use crate::stores::{Stores, kept, strip_bookkeeping};
 
@@ -733,7 +733,7 @@ fn record(shared: &SharedContext, object: &ObjectReference, event: Option<Event>
 /// it was read (a `test` of its `resourceVersion` comes first).
 pub fn guarded_patch(current: &Value, target: &Value) -> json_patch::Patch {
     let mut patch = json_patch::diff(current, target);
-    if let Some(version) = current.pointer("/metadata/resourceVersion") {
+    if let Some(version) = json::at(current, "/metadata/resourceVersion") {
         patch.0.insert(
             0,
             PatchOperation::Test(TestOperation {

@@ -21,7 +21,7 @@ use crate::api::v1beta2::{
 use crate::jobs::{
     self, JobError, JobFramework, PodSet, PodSetInfo, TopologyGates, pod_sets_equivalent,
 };
-use crate::k8s::json::label;
+use crate::k8s::json::{self, label};
 use crate::k8s::names;
 
 /// Priority values known to the cluster, as read from the watch caches.
@@ -192,7 +192,7 @@ pub fn build_workload(
     label_keys_to_copy: &[String],
 ) -> Result<Workload, BuildError> {
     let metadata = |field: &'static str| {
-        job.pointer(&format!("/metadata/{field}"))
+        json::at(job, &format!("/metadata/{field}"))
             .and_then(Value::as_str)
             .filter(|value| !value.is_empty())
             .ok_or(BuildError::MissingMetadata(field))
@@ -206,8 +206,7 @@ pub fn build_workload(
     if names::label_value(uid).is_empty() {
         labels.insert(JOB_UID_LABEL.to_string(), uid.to_string());
     }
-    let annotations: BTreeMap<String, String> = job
-        .pointer("/metadata/annotations")
+    let annotations: BTreeMap<String, String> = json::at(job, "/metadata/annotations")
         .and_then(Value::as_object)
         .into_iter()
         .flatten()
