@@ -85,6 +85,19 @@ fn fail_with(
     error: impl std::fmt::Display,
 ) -> ! {
     kubectl(what);
+    // A Job that never completes: its status, and its pods' phases and nodes.
+    kubectl(&[
+        "get",
+        "jobs",
+        "-A",
+        "-l",
+        "kueue.x-k8s.io/queue-name",
+        "-o",
+        "yaml",
+    ]);
+    for namespace in ["team-a", "team-b"] {
+        kubectl(&["get", "pods", "-n", namespace, "-o", "yaml"]);
+    }
     // A pod that never leaves Pending is the node's or the scheduler's story.
     kubectl(&["get", "nodes", "-o", "wide"]);
     kubectl(&["get", "events", "-A", "--sort-by=.lastTimestamp"]);
