@@ -22,7 +22,7 @@
 //!   for nvidia.com/gpu; it covers cpu, memory` (only with `quotaCheckStrategy:
 //!   BlockUndeclared`, Kueue's default, under which such a job never gets a flavor).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use jiff::Timestamp;
@@ -128,55 +128,70 @@ pub fn snapshot(objects: &QuotaObjects) -> Result<Snapshot, QuotaError> {
 /// cluster's ClusterQueues, Cohorts and ResourceFlavors, and every validated job reads one.
 #[derive(Debug, Default)]
 pub struct SnapshotCache {
-    last: Mutex<Option<(Vec<ObjectVersion>, Arc<Snapshot>)>>,
+    last: Mutex<Option<(Versions, Arc<Snapshot>)>>,
 }
 
-/// What identifies one version of a quota object: kind, name and `resourceVersion`.
-type ObjectVersion = (&'static str, String, String);
+/// The `resourceVersion` of each quota object by name, one map per kind: what a snapshot was
+/// built from. Checked against the objects of each review without copying their names.
+#[derive(Debug, PartialEq, Eq)]
+struct Versions([HashMap<String, String>; 3]);
+
+impl Versions {
+    /// `None` if an object has no `resourceVersion` (it was never stored).
+    fn of(objects: &QuotaObjects) -> Option<Self> {
+        fn of_kind<K: kube::Resource>(objects: &[Arc<K>]) -> Option<HashMap<String, String>> {
+            objects
+                .iter()
+                .map(|object| {
+                    let metadata = object.meta();
+                    Some((
+                        metadata.name.clone().unwrap_or_default(),
+                        metadata.resource_version.clone()?,
+                    ))
+                })
+                .collect()
+        }
+        Some(Self([
+            of_kind(&objects.cluster_queues)?,
+            of_kind(&objects.cohorts)?,
+            of_kind(&objects.resource_flavors)?,
+        ]))
+    }
+
+    /// Whether `objects` are exactly these versions.
+    fn are(&self, objects: &QuotaObjects) -> bool {
+        fn same<K: kube::Resource>(versions: &HashMap<String, String>, objects: &[Arc<K>]) -> bool {
+            versions.len() == objects.len()
+                && objects.iter().all(|object| {
+                    let metadata = object.meta();
+                    metadata.resource_version.is_some()
+                        && versions.get(metadata.name.as_deref().unwrap_or_default())
+                            == metadata.resource_version.as_ref()
+                })
+        }
+        let [cluster_queues, cohorts, flavors] = &self.0;
+        same(cluster_queues, &objects.cluster_queues)
+            && same(cohorts, &objects.cohorts)
+            && same(flavors, &objects.resource_flavors)
+    }
+}
 
 impl SnapshotCache {
     /// The snapshot of `objects`, built only when they are not the versions last built from.
     /// Objects without a `resourceVersion` (never stored) are always built from.
     pub fn snapshot(&self, objects: &QuotaObjects) -> Result<Arc<Snapshot>, QuotaError> {
-        let Some(versions) = versions(objects) else {
-            return snapshot(objects).map(Arc::new);
-        };
         let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((built_from, built)) = last.as_ref()
-            && *built_from == versions
+            && built_from.are(objects)
         {
             return Ok(built.clone());
         }
         let built = Arc::new(snapshot(objects)?);
-        *last = Some((versions, built.clone()));
+        if let Some(versions) = Versions::of(objects) {
+            *last = Some((versions, built.clone()));
+        }
         Ok(built)
     }
-}
-
-/// The sorted versions of `objects`; `None` if one has no `resourceVersion`.
-fn versions(objects: &QuotaObjects) -> Option<Vec<ObjectVersion>> {
-    fn version<K: kube::Resource>(kind: &'static str, object: &K) -> Option<ObjectVersion> {
-        let metadata = object.meta();
-        Some((
-            kind,
-            metadata.name.clone().unwrap_or_default(),
-            metadata.resource_version.clone()?,
-        ))
-    }
-    let mut versions = Vec::with_capacity(
-        objects.cluster_queues.len() + objects.cohorts.len() + objects.resource_flavors.len(),
-    );
-    for queue in &objects.cluster_queues {
-        versions.push(version("ClusterQueue", queue.as_ref())?);
-    }
-    for cohort in &objects.cohorts {
-        versions.push(version("Cohort", cohort.as_ref())?);
-    }
-    for flavor in &objects.resource_flavors {
-        versions.push(version("ResourceFlavor", flavor.as_ref())?);
-    }
-    versions.sort_unstable();
-    Some(versions)
 }
 
 /// Why the job's `demands` can never be admitted by `cluster_queue` of `snapshot`; empty when
@@ -245,14 +260,14 @@ impl Check<'_> {
         reported: &mut Vec<String>,
     ) -> Vec<String> {
         let covered = self.covered();
-        let listed = if covered.is_empty() {
-            "no resources".to_owned()
-        } else {
-            covered.join(", ")
-        };
         let mut problems = Vec::new();
         for (resource, value) in total {
             if !covered.contains(&resource.as_str()) {
+                let listed = if covered.is_empty() {
+                    "no resources".to_owned()
+                } else {
+                    covered.join(", ")
+                };
                 problems.push(format!(
                     "the job requests {} in pod set {}, but ClusterQueue {:?} has no quota for {resource}; it covers {listed}",
                     amount(resource, *value),
@@ -407,12 +422,13 @@ impl Check<'_> {
     }
 }
 
-/// `max_possible` per (flavor, resource) of one ClusterQueue, computed once per resource.
-struct Limits(BTreeMap<(String, String), i64>);
+/// `max_possible` per (flavor, resource) of one ClusterQueue, computed once per resource. A
+/// queue has a handful of pairs: a list read without building keys beats a map.
+struct Limits(Vec<(String, String, i64)>);
 
 impl Limits {
     fn new(snapshot: &Snapshot, cluster_queue: &str) -> Self {
-        let mut limits = BTreeMap::new();
+        let mut limits = Vec::new();
         if let Some(spec) = snapshot.cluster_queue(cluster_queue) {
             for resource in spec
                 .resource_groups
@@ -422,7 +438,7 @@ impl Limits {
                 for (flavor, value) in
                     max_possible(snapshot, cluster_queue, resource).unwrap_or_default()
                 {
-                    limits.insert((flavor, resource.clone()), value);
+                    limits.push((flavor, resource.clone(), value));
                 }
             }
         }
@@ -431,9 +447,9 @@ impl Limits {
 
     fn get(&self, flavor: &str, resource: &str) -> i64 {
         self.0
-            .get(&(flavor.to_owned(), resource.to_owned()))
-            .copied()
-            .unwrap_or(0)
+            .iter()
+            .find(|(f, r, _)| f == flavor && r == resource)
+            .map_or(0, |(_, _, value)| *value)
     }
 }
 
@@ -577,6 +593,17 @@ mod tests {
 
         let raised = cache.snapshot(&team_a("16", Some("2"))).unwrap();
         assert_eq!(verdict(&raised), Vec::<String>::new());
+
+        // One object more, or one fewer, is another snapshot.
+        let mut with_cohort = team_a("16", Some("2"));
+        let mut cohort = Cohort::new("research", CohortSpec::default());
+        cohort.metadata.resource_version = Some("3".to_owned());
+        with_cohort.cohorts.push(Arc::new(cohort));
+        let grown = cache.snapshot(&with_cohort).unwrap();
+        assert!(!Arc::ptr_eq(&raised, &grown), "an object added");
+        assert!(Arc::ptr_eq(&grown, &cache.snapshot(&with_cohort).unwrap()));
+        let shrunk = cache.snapshot(&team_a("16", Some("2"))).unwrap();
+        assert!(!Arc::ptr_eq(&grown, &shrunk), "an object gone");
 
         // Objects never stored have no version to tell them apart: always built from.
         let unstored = cache.snapshot(&team_a("8", None)).unwrap();

@@ -509,16 +509,16 @@ async fn check_queue_references(
     }
 
     let objects = with_queue(state.quota_objects(), &cluster_queue);
-    let mut missing: Vec<String> = cluster_queue
+    let mut missing: Vec<&str> = cluster_queue
         .spec
         .resource_groups
         .iter()
-        .flat_map(|group| group.flavors.iter().map(|flavor| flavor.name.clone()))
+        .flat_map(|group| group.flavors.iter().map(|flavor| flavor.name.as_str()))
         .filter(|name| {
             !objects
                 .resource_flavors
                 .iter()
-                .any(|flavor| kube::ResourceExt::name_any(flavor.as_ref()) == *name)
+                .any(|flavor| flavor.metadata.name.as_deref() == Some(*name))
         })
         .collect();
     missing.sort();
@@ -549,10 +549,10 @@ async fn check_queue_references(
 
 /// `objects` with `cluster_queue` in it (it may have been read live, ahead of the cache).
 fn with_queue(mut objects: QuotaObjects, cluster_queue: &Arc<ClusterQueue>) -> QuotaObjects {
-    let name = kube::ResourceExt::name_any(cluster_queue.as_ref());
+    let name = &cluster_queue.metadata.name;
     objects
         .cluster_queues
-        .retain(|queue| kube::ResourceExt::name_any(queue.as_ref()) != name);
+        .retain(|queue| queue.metadata.name != *name);
     objects.cluster_queues.push(cluster_queue.clone());
     objects
 }
@@ -563,17 +563,20 @@ async fn namespace_warning(
     cluster_queue: &ClusterQueue,
     namespace: &str,
 ) -> Option<String> {
-    let prefix =
-        format!("ClusterQueue {cq_name:?} does not admit workloads from namespace {namespace:?}");
+    let refusal = |why: &str| {
+        format!(
+            "ClusterQueue {cq_name:?} does not admit workloads from namespace {namespace:?}: {why}"
+        )
+    };
     let Some(selector) = &cluster_queue.spec.namespace_selector else {
-        return Some(format!(
-            "{prefix}: it has no namespaceSelector; namespaceSelector: {{}} admits every namespace"
+        return Some(refusal(
+            "it has no namespaceSelector; namespaceSelector: {} admits every namespace",
         ));
     };
     let labels = state.namespace_labels(namespace).await?;
     let selector = Selector::try_from(selector.clone()).ok()?;
     (!selector.matches(&labels))
-        .then(|| format!("{prefix}: its namespaceSelector does not match the namespace's labels"))
+        .then(|| refusal("its namespaceSelector does not match the namespace's labels"))
 }
 
 async fn capacity_problems(

@@ -170,7 +170,7 @@ pub fn topology_requests(
         .enumerate()
         .map(|(index, pod_set)| {
             topology_request(
-                &template_annotations(pod_set),
+                template_annotations(pod_set),
                 framework.pod_indexing(job, index),
                 gates,
             )
@@ -178,13 +178,14 @@ pub fn topology_requests(
         .collect()
 }
 
-fn template_annotations(pod_set: &PodSet) -> BTreeMap<String, String> {
+fn template_annotations(pod_set: &PodSet) -> &BTreeMap<String, String> {
+    static NONE: BTreeMap<String, String> = BTreeMap::new();
     pod_set
         .template
         .metadata
         .as_ref()
-        .and_then(|metadata| metadata.annotations.clone())
-        .unwrap_or_default()
+        .and_then(|metadata| metadata.annotations.as_ref())
+        .unwrap_or(&NONE)
 }
 
 fn key_path(annotations_path: &str, key: &str) -> String {
@@ -457,6 +458,25 @@ pub fn validate(
     if !gates.enabled {
         return Vec::new();
     }
+    // Every rule is about one of these annotations: a job without them, the common case, has
+    // nothing to check and no field paths to build.
+    let annotated = |pod_set: &PodSet| {
+        let annotations = template_annotations(pod_set);
+        [
+            REQUIRED,
+            PREFERRED,
+            UNCONSTRAINED,
+            SLICE_REQUIRED,
+            SLICE_SIZE,
+            SLICE_CONSTRAINTS,
+            GROUP_NAME,
+        ]
+        .iter()
+        .any(|key| annotations.contains_key(*key))
+    };
+    if !pod_sets.iter().any(annotated) {
+        return Vec::new();
+    }
     let Ok(pointers) = framework.template_pointers(job) else {
         return Vec::new();
     };
@@ -467,11 +487,11 @@ pub fn validate(
     let mut errors = Vec::new();
     for (pod_set, metadata_path) in pod_sets.iter().zip(&metadata_paths) {
         let annotations = template_annotations(pod_set);
-        let annotation_errors = validate_annotations(metadata_path, &annotations, gates);
+        let annotation_errors = validate_annotations(metadata_path, annotations, gates);
         if annotation_errors.is_empty() {
             errors.extend(validate_slice_upper_bound(
                 metadata_path,
-                &annotations,
+                annotations,
                 pod_set.count,
             ));
         }
