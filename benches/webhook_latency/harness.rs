@@ -31,6 +31,10 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+#[path = "objects.rs"]
+mod objects;
+use objects::{NAMESPACE, UID, review_template};
+
 pub type BenchResult<T> = Result<T, Box<dyn Error>>;
 
 /// How long each part runs.
@@ -46,8 +50,6 @@ pub struct Options {
 /// Clients (connections) at once, per row.
 pub const CONCURRENCY: [usize; 3] = [1, 16, 64];
 const PATHS: [&str; 2] = ["/mutate-batch-v1-job", "/validate-batch-v1-job"];
-const NAMESPACE: &str = "bench";
-const LOCAL_QUEUE: &str = "bench-lq";
 /// The target the bench reports against: Kuota at this many clients...
 const TARGET_CLIENTS: usize = 16;
 /// ...answers at least this many times Kueue's requests per second...
@@ -340,31 +342,13 @@ async fn create_queues(plane: &ControlPlane) -> BenchResult<()> {
             .create(&PostParams::default(), &namespace)
             .await?;
     }
-    let flavor: ResourceFlavor =
-        serde_json::from_value(json!({"metadata": {"name": "default"}, "spec": {}}))?;
+    let (flavor, cluster_queue, local_queue) = objects::queues()?;
     Api::<ResourceFlavor>::all(client.clone())
         .create(&PostParams::default(), &flavor)
         .await?;
-    let cluster_queue: ClusterQueue = serde_json::from_value(json!({
-        "metadata": {"name": "bench-cq"},
-        "spec": {
-            "namespaceSelector": {},
-            "resourceGroups": [{
-                "coveredResources": ["cpu", "memory"],
-                "flavors": [{"name": "default", "resources": [
-                    {"name": "cpu", "nominalQuota": "1000"},
-                    {"name": "memory", "nominalQuota": "1Ti"}
-                ]}]
-            }]
-        }
-    }))?;
     Api::<ClusterQueue>::all(client.clone())
         .create(&PostParams::default(), &cluster_queue)
         .await?;
-    let local_queue: LocalQueue = serde_json::from_value(json!({
-        "metadata": {"name": LOCAL_QUEUE, "namespace": NAMESPACE},
-        "spec": {"clusterQueue": "bench-cq"}
-    }))?;
     Api::<LocalQueue>::namespaced(client, NAMESPACE)
         .create(&PostParams::default(), &local_queue)
         .await?;
@@ -591,49 +575,6 @@ impl KueueManager {
 }
 
 // === load ===
-
-/// Where the uid goes in [`review_template`].
-const UID: &str = "UID-PLACEHOLDER";
-
-/// An AdmissionReview of a Job with the queue label as the API server sends it for CREATE,
-/// serialized once; the bench's check and h2load's body each replace [`UID`] (the review's uid
-/// and the Job's name).
-fn review_template() -> String {
-    let job = json!({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {
-            "name": format!("job-{UID}"), "namespace": NAMESPACE,
-            "labels": {"kueue.x-k8s.io/queue-name": LOCAL_QUEUE}
-        },
-        "spec": {
-            "parallelism": 2, "completions": 2, "backoffLimit": 6, "completionMode": "NonIndexed",
-            "template": {"spec": {
-                "restartPolicy": "Never",
-                "containers": [{
-                    "name": "main", "image": "busybox", "command": ["true"],
-                    "resources": {"requests": {"cpu": "1", "memory": "200Mi"}}
-                }]
-            }}
-        }
-    });
-    json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": UID,
-            "kind": {"group": "batch", "version": "v1", "kind": "Job"},
-            "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
-            "requestKind": {"group": "batch", "version": "v1", "kind": "Job"},
-            "requestResource": {"group": "batch", "version": "v1", "resource": "jobs"},
-            "name": format!("job-{UID}"), "namespace": NAMESPACE, "operation": "CREATE",
-            "userInfo": {"username": "bench", "groups": ["system:authenticated"]},
-            "object": job,
-            "oldObject": null,
-            "dryRun": false,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
-        }
-    })
-    .to_string()
-}
 
 /// An HTTP/2-only keep-alive client trusting `ca_pem`, as the API server calls webhooks.
 fn client(ca_pem: &str) -> BenchResult<reqwest::Client> {

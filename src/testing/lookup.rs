@@ -9,8 +9,11 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::LimitRange;
 use kube::ResourceExt;
 
+use crate::admission::capacity::SnapshotCache;
 use crate::admission::lookup::{ClusterLookup, QuotaObjects};
 use crate::api::v1beta2::{ClusterQueue, Cohort, LocalQueue, ResourceFlavor};
+use crate::quota::Snapshot;
+use crate::quota::from_api::QuotaError;
 
 /// Objects of one layer of an [`InMemoryLookup`].
 #[derive(Clone, Debug, Default)]
@@ -41,6 +44,8 @@ impl Layer {
 pub struct InMemoryLookup {
     cached: Layer,
     live: Layer,
+    /// As the server keeps it: objects with a `resourceVersion` are built into a snapshot once.
+    snapshots: Arc<SnapshotCache>,
 }
 
 impl InMemoryLookup {
@@ -107,7 +112,7 @@ impl InMemoryLookup {
     pub fn live(mut self, build: impl FnOnce(Self) -> Self) -> Self {
         let live_only = build(Self {
             cached: self.live.clone(),
-            live: Layer::default(),
+            ..Self::default()
         });
         self.live = live_only.cached;
         self
@@ -161,6 +166,10 @@ impl ClusterLookup for InMemoryLookup {
 
     fn quota_objects(&self) -> QuotaObjects {
         self.cached.quota_objects()
+    }
+
+    fn quota_snapshot(&self, objects: &QuotaObjects) -> Result<Arc<Snapshot>, QuotaError> {
+        self.snapshots.snapshot(objects)
     }
 
     fn live_quota_objects(&self) -> BoxFuture<'_, Option<QuotaObjects>> {
