@@ -133,7 +133,7 @@ pub struct SnapshotCache {
 
 /// The `resourceVersion` of each quota object by name, one map per kind: what a snapshot was
 /// built from. Checked against the objects of each review without copying their names.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 struct Versions([HashMap<String, String>; 3]);
 
 impl Versions {
