@@ -1696,6 +1696,29 @@ fn tas_errors(framework: &dyn JobFramework, job: &Value) -> String {
 }
 
 #[test]
+fn each_topology_annotation_alone_is_checked_and_other_annotations_are_not() {
+    let errors = |annotations: &[(&str, &str)]| {
+        tas_errors(&BatchJob, &batch_job(2, None, annotated(annotations)))
+    };
+    for (key, value) in [
+        ("kueue.x-k8s.io/podset-required-topology", "not a label!"),
+        ("kueue.x-k8s.io/podset-preferred-topology", "not a label!"),
+        ("kueue.x-k8s.io/podset-unconstrained-topology", "maybe"),
+        ("kueue.x-k8s.io/podset-slice-required-topology", "rack"),
+        ("kueue.x-k8s.io/podset-slice-size", "1"),
+        (
+            "kueue.x-k8s.io/podset-slice-required-topology-constraints",
+            "[]",
+        ),
+        ("kueue.x-k8s.io/podset-group-name", "g"),
+    ] {
+        let found = errors(&[(key, value)]);
+        assert!(found.contains(key), "{key}: {found:?}");
+    }
+    assert_eq!(errors(&[("example.com/note", "x")]), "");
+}
+
+#[test]
 fn topology_requests_follow_the_annotations_and_the_kinds_index_labels() {
     let required = batch_job(
         4,

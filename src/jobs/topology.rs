@@ -50,6 +50,16 @@ pub struct TopologyGates {
 
 /// The most slice levels the constraints annotation may give.
 const MAX_SLICE_LAYERS: usize = 3;
+/// Every annotation the topology rules read on a pod template.
+const ANNOTATIONS: [&str; 7] = [
+    REQUIRED,
+    PREFERRED,
+    UNCONSTRAINED,
+    SLICE_REQUIRED,
+    SLICE_SIZE,
+    SLICE_CONSTRAINTS,
+    GROUP_NAME,
+];
 
 /// One entry of the slice constraints annotation as Go's JSON decoder reads it: absent fields
 /// are zero, and a zero size is reported by the validation rather than by the decoder.
@@ -462,17 +472,7 @@ pub fn validate(
     // nothing to check and no field paths to build.
     let annotated = |pod_set: &PodSet| {
         let annotations = template_annotations(pod_set);
-        [
-            REQUIRED,
-            PREFERRED,
-            UNCONSTRAINED,
-            SLICE_REQUIRED,
-            SLICE_SIZE,
-            SLICE_CONSTRAINTS,
-            GROUP_NAME,
-        ]
-        .iter()
-        .any(|key| annotations.contains_key(*key))
+        ANNOTATIONS.iter().any(|key| annotations.contains_key(*key))
     };
     if !pod_sets.iter().any(annotated) {
         return Vec::new();
