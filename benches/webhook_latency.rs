@@ -4,7 +4,8 @@
 //! start-up time. The harness is `webhook_latency/harness.rs`.
 //!
 //! Run: `cargo bench --bench webhook_latency`. Flags after `--`: `--seconds N` (measured time
-//! per row, default 10), `--out FILE` (the Markdown file whose webhook section is replaced,
+//! per row, default 10), `--rounds N` (each row measured N times, Kuota's rows and then Kueue's
+//! in each round, default 3), `--out FILE` (the Markdown file whose webhook section is replaced,
 //! default `BENCHMARKS.md`; `--out -` prints only). Kueue's side needs root: its manager reads
 //! its metrics certificate from /etc, which it is given in a mount namespace of its own.
 
@@ -22,6 +23,7 @@ const END: &str = "<!-- /webhook-latency -->";
 fn main() -> BenchResult<()> {
     kuota::tls::install_crypto_provider();
     let mut seconds = 10;
+    let mut rounds = 3;
     let mut out = "BENCHMARKS.md".to_owned();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -30,6 +32,7 @@ fn main() -> BenchResult<()> {
             // cargo bench passes this to every bench binary.
             "--bench" => {}
             "--seconds" => seconds = value()?.parse()?,
+            "--rounds" => rounds = value()?.parse()?,
             "--out" => out = value()?,
             other => return Err(format!("unknown flag {other}").into()),
         }
@@ -38,7 +41,11 @@ fn main() -> BenchResult<()> {
         row: Duration::from_secs(seconds),
         warm_up: Duration::from_secs(1),
         startup_runs: 5,
+        rounds,
     };
+    if rounds == 0 {
+        return Err("--rounds must be at least 1".into());
+    }
     let report = tokio::runtime::Runtime::new()?.block_on(harness::run(
         Path::new(env!("CARGO_BIN_EXE_kuota")),
         &options,

@@ -45,11 +45,14 @@ pub struct Options {
     pub warm_up: Duration,
     /// Spawns per start-up mode.
     pub startup_runs: usize,
+    /// Rounds of rows: each round measures every row of Kuota, then every row of Kueue, so
+    /// that a slow spell of the machine falls on both sides across the rounds.
+    pub rounds: usize,
 }
 
 /// Clients (connections) at once, per row.
 pub const CONCURRENCY: [usize; 3] = [1, 16, 64];
-const PATHS: [&str; 2] = ["/mutate-batch-v1-job", "/validate-batch-v1-job"];
+pub const PATHS: [&str; 2] = ["/mutate-batch-v1-job", "/validate-batch-v1-job"];
 /// The target the bench reports against: Kuota at this many clients...
 const TARGET_CLIENTS: usize = 16;
 /// ...answers at least this many times Kueue's requests per second...
@@ -105,7 +108,9 @@ impl Row {
 /// What one run measured.
 pub struct Report {
     startups: Vec<(&'static str, Vec<Duration>)>,
+    /// Every round's rows, in the order measured.
     pub rows: Vec<Row>,
+    rounds: usize,
     row: Duration,
     warm_up: Duration,
     kueue_version: String,
@@ -120,6 +125,14 @@ impl Report {
         self.rows.iter().map(|row| row.failures).sum()
     }
 
+    /// The runs of one row, a round each, in the order measured.
+    pub fn runs(&self, server: Server, path: &str, clients: usize) -> Vec<&Row> {
+        self.rows
+            .iter()
+            .filter(|row| row.server == server && row.path == path && row.clients == clients)
+            .collect()
+    }
+
     /// The tables, the target's verdict per path and the first failure of each failing row.
     pub fn markdown(&self) -> String {
         let mut out = String::new();
@@ -129,15 +142,23 @@ impl Report {
              one after the other on the same control plane. HTTP/2 over TLS on loopback, one keep-alive \
              connection per client, each client posting its next review when the last is answered, for {:.0} s \
              per row after {:.1} s of the same load unmeasured. The load generator is {} on one thread, \
-             on the same cores, each row's one run; a row counts the requests it sent within the row's \
+             on the same cores. {} A row counts the requests it sent within the row's \
              window, and one review per path is first sent by the bench itself and its answer checked in \
              full (allowed, the same uid, a JSON patch from the mutating path). Server and client CPU are \
              user + system over the window from `/proc/<pid>/stat`; peak RSS is VmHWM at its end (so it only \
-             grows down the table). Measured {} on {} cores, 1-minute load average {} at the end.\n",
+             grows down a server's rows in a round). Measured {} on {} cores, 1-minute load average {} at the end.\n",
             self.kueue_version,
             self.row.as_secs_f64(),
             self.warm_up.as_secs_f64(),
             self.load_generator,
+            match self.rounds {
+                1 => "Each row is one run.".to_owned(),
+                rounds => format!(
+                    "Each row ran {rounds} times, in {rounds} rounds of Kuota's rows and then \
+                     Kueue's (each server started afresh in each round); a cell reads min / median \
+                     / max over the rounds."
+                ),
+            },
             jiff::Zoned::now().strftime("%Y-%m-%d"),
             std::thread::available_parallelism().map_or(0, |n| n.get()),
             self.load_average,
@@ -146,24 +167,32 @@ impl Report {
             "| server | path | clients | req/s | p50 ms | p99 ms | p99.9 ms | max ms | server CPU s | server CPU µs / req | peak RSS MiB | client CPU s | failed |\n",
         );
         out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-        for row in &self.rows {
-            let _ = writeln!(
-                out,
-                "| {:?} | `{}` | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.0} | {:.1} | {:.2} | {} |",
-                row.server,
-                row.path,
-                row.clients,
-                row.throughput(),
-                ms(row.percentile(0.50)),
-                ms(row.percentile(0.99)),
-                ms(row.percentile(0.999)),
-                ms(row.percentile(1.0)),
-                row.cpu_seconds,
-                row.cpu_per_request() * 1e6,
-                row.peak_rss_mib,
-                row.client_cpu_seconds,
-                row.failures,
-            );
+        for server in [Server::Kuota, Server::Kueue] {
+            for path in PATHS {
+                for clients in CONCURRENCY {
+                    let runs = self.runs(server, path, clients);
+                    if runs.is_empty() {
+                        continue;
+                    }
+                    let cells = |figure: fn(&Row) -> f64, decimals| {
+                        spread(runs.iter().map(|row| figure(row)), decimals)
+                    };
+                    let _ = writeln!(
+                        out,
+                        "| {server:?} | `{path}` | {clients} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                        cells(Row::throughput, 0),
+                        cells(|row| ms(row.percentile(0.50)), 3),
+                        cells(|row| ms(row.percentile(0.99)), 3),
+                        cells(|row| ms(row.percentile(0.999)), 3),
+                        cells(|row| ms(row.percentile(1.0)), 2),
+                        cells(|row| row.cpu_seconds, 2),
+                        cells(|row| row.cpu_per_request() * 1e6, 0),
+                        cells(|row| row.peak_rss_mib, 1),
+                        cells(|row| row.client_cpu_seconds, 2),
+                        runs.iter().map(|row| row.failures).sum::<usize>(),
+                    );
+                }
+            }
         }
         let _ = writeln!(
             out,
@@ -172,36 +201,70 @@ impl Report {
             ms(TARGET_P99)
         );
         for path in PATHS {
-            let find = |server| {
-                self.rows.iter().find(|row| {
-                    row.server == server && row.path == path && row.clients == TARGET_CLIENTS
-                })
-            };
-            if let (Some(kuota), Some(kueue)) = (find(Server::Kuota), find(Server::Kueue)) {
-                let speedup = kuota.throughput() / kueue.throughput();
-                let p99 = kuota.percentile(0.99);
-                let met = speedup >= TARGET_SPEEDUP && p99 <= TARGET_P99;
-                // In a closed loop, clients / throughput is the mean latency: a p99 within the
-                // target needs at least clients / target requests per second, and the load
-                // generator's own CPU per request bounds what these cores can reach.
-                let needed = TARGET_CLIENTS as f64 / TARGET_P99.as_secs_f64();
-                let client_cost = kuota.client_cpu_seconds / kuota.requests() as f64;
-                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-                let _ = writeln!(
+            let kuota = self.runs(Server::Kuota, path, TARGET_CLIENTS);
+            let kueue = self.runs(Server::Kueue, path, TARGET_CLIENTS);
+            if kuota.is_empty() || kueue.is_empty() {
+                continue;
+            }
+            let speedup = median(kuota.iter().map(|row| row.throughput()))
+                / median(kueue.iter().map(|row| row.throughput()));
+            let p99 = median(kuota.iter().map(|row| ms(row.percentile(0.99))));
+            let met = meets_target(speedup, p99);
+            // In a closed loop, clients / throughput is the mean latency: a p99 within the
+            // target needs at least clients / target requests per second, and the load
+            // generator's own CPU per request bounds what these cores can reach.
+            let needed = TARGET_CLIENTS as f64 / TARGET_P99.as_secs_f64();
+            let client_cost = median(
+                kuota
+                    .iter()
+                    .map(|row| row.client_cpu_seconds / row.requests() as f64),
+            );
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let _ = write!(
+                out,
+                "- `{path}`: {speedup:.2}× Kueue's requests per second, p99 {p99:.3} ms{}: {}. \
+                 Server CPU per request {:.2}× Kueue's. A p99 of {:.0} ms at {TARGET_CLIENTS} \
+                 clients needs at least {needed:.0} requests per second; the load generator \
+                 alone used {:.0} µs of CPU per request, at most {:.0} per second on {cores} \
+                 cores with a server that cost nothing.",
+                if kuota.len() > 1 { " (medians)" } else { "" },
+                if met { "met" } else { "not met" },
+                median(kuota.iter().map(|row| row.cpu_per_request()))
+                    / median(kueue.iter().map(|row| row.cpu_per_request())),
+                ms(TARGET_P99),
+                client_cost * 1e6,
+                cores as f64 / client_cost,
+            );
+            if kuota.len() > 1 && kuota.len() == kueue.len() {
+                let rounds: Vec<String> = kuota
+                    .iter()
+                    .zip(&kueue)
+                    .map(|(ours, theirs)| {
+                        format!(
+                            "{:.2}× at p99 {:.3} ms",
+                            ours.throughput() / theirs.throughput(),
+                            ms(ours.percentile(0.99))
+                        )
+                    })
+                    .collect();
+                let met_in = kuota
+                    .iter()
+                    .zip(&kueue)
+                    .filter(|(ours, theirs)| {
+                        meets_target(
+                            ours.throughput() / theirs.throughput(),
+                            ms(ours.percentile(0.99)),
+                        )
+                    })
+                    .count();
+                let _ = write!(
                     out,
-                    "- `{path}`: {speedup:.2}× Kueue's requests per second, p99 {:.3} ms: {}. \
-                     Server CPU per request {:.2}× Kueue's. A p99 of {:.0} ms at {TARGET_CLIENTS} \
-                     clients needs at least {needed:.0} requests per second; the load generator \
-                     alone used {:.0} µs of CPU per request, at most {:.0} per second on {cores} \
-                     cores with a server that cost nothing.",
-                    ms(p99),
-                    if met { "met" } else { "not met" },
-                    kuota.cpu_per_request() / kueue.cpu_per_request(),
-                    ms(TARGET_P99),
-                    client_cost * 1e6,
-                    cores as f64 / client_cost,
+                    " Round by round: {}; met in {met_in} of {}.",
+                    rounds.join(", "),
+                    kuota.len()
                 );
             }
+            out.push('\n');
         }
         out.push_str("\nProcess start to `/readyz` 200 (Kuota):\n\n");
         out.push_str("| mode | runs | min ms | median ms | max ms |\n|---|---:|---:|---:|---:|\n");
@@ -221,8 +284,34 @@ impl Report {
     }
 }
 
+/// Whether Kuota's figures at [`TARGET_CLIENTS`] meet the target.
+fn meets_target(speedup: f64, p99_ms: f64) -> bool {
+    speedup >= TARGET_SPEEDUP && p99_ms <= ms(TARGET_P99)
+}
+
 fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
+}
+
+/// A figure over a row's runs: the one value, or min / median / max of several.
+fn spread(values: impl Iterator<Item = f64>, decimals: usize) -> String {
+    let mut values: Vec<f64> = values.collect();
+    values.sort_by(f64::total_cmp);
+    match values.as_slice() {
+        [] => String::new(),
+        [one] => format!("{one:.decimals$}"),
+        [min, .., max] => format!(
+            "{min:.decimals$} / {:.decimals$} / {max:.decimals$}",
+            values[values.len() / 2]
+        ),
+    }
+}
+
+/// The median (the upper one of an even count); 0 when there is nothing.
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut values: Vec<f64> = values.collect();
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or_default()
 }
 
 /// Starts a control plane, measures, and stops everything it started, also on error.
@@ -266,36 +355,42 @@ async fn run_on(
         startup_runs(plane, kuota_binary, Mode::OutOfCluster, options).await?,
     ));
 
-    let started = Instant::now();
-    let kuota = plane.start_kuota(kuota_binary, &[]).await?;
-    startups.push((
-        "out of cluster, `ControlPlane::start_kuota` (polls every 50 ms)",
-        vec![started.elapsed()],
-    ));
-    let measured = async {
-        let pid = kuota.process.pid().ok_or("kuota has no pid")?;
-        let (base_url, ca_pem) = registered_webhook(plane).await?;
-        measure(Server::Kuota, pid, &base_url, &ca_pem, options).await
-    }
-    .await;
-    kuota.process.stop(Duration::from_secs(10));
-    let mut rows = measured?;
-    // Kuota's configurations, left behind, would send Kueue's own writes to a server that is
-    // gone.
-    remove_webhook_configurations(plane).await?;
+    let mut rows = Vec::new();
+    for round in 1..=options.rounds {
+        let started = Instant::now();
+        let kuota = plane.start_kuota(kuota_binary, &[]).await?;
+        if round == 1 {
+            startups.push((
+                "out of cluster, `ControlPlane::start_kuota` (polls every 50 ms)",
+                vec![started.elapsed()],
+            ));
+        }
+        let measured = async {
+            let pid = kuota.process.pid().ok_or("kuota has no pid")?;
+            let (base_url, ca_pem) = registered_webhook(plane).await?;
+            measure(Server::Kuota, pid, &base_url, &ca_pem, options).await
+        }
+        .await;
+        kuota.process.stop(Duration::from_secs(10));
+        rows.extend(measured?);
+        // Kuota's configurations, left behind, would send Kueue's own writes to a server that
+        // is gone.
+        remove_webhook_configurations(plane).await?;
 
-    let kueue = KueueManager::start(plane, kueue_binary).await?;
-    let measured = async {
-        let pid = kueue.process.pid().ok_or("Kueue's manager has no pid")?;
-        measure(Server::Kueue, pid, &kueue.base_url, &kueue.ca_pem, options).await
+        let kueue = KueueManager::start(plane, kueue_binary).await?;
+        let measured = async {
+            let pid = kueue.process.pid().ok_or("Kueue's manager has no pid")?;
+            measure(Server::Kueue, pid, &kueue.base_url, &kueue.ca_pem, options).await
+        }
+        .await;
+        kueue.process.stop(Duration::from_secs(10));
+        rows.extend(measured?);
     }
-    .await;
-    kueue.process.stop(Duration::from_secs(10));
-    rows.extend(measured?);
 
     Ok(Report {
         startups,
         rows,
+        rounds: options.rounds,
         row: options.row,
         warm_up: options.warm_up,
         kueue_version: kueue_version()?,
