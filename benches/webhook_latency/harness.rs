@@ -236,32 +236,29 @@ impl Report {
                 cores as f64 / client_cost,
             );
             if kuota.len() > 1 && kuota.len() == kueue.len() {
-                let rounds: Vec<String> = kuota
+                let rounds: Vec<(f64, f64)> = kuota
                     .iter()
                     .zip(&kueue)
                     .map(|(ours, theirs)| {
-                        format!(
-                            "{:.2}× at p99 {:.3} ms",
-                            ours.throughput() / theirs.throughput(),
-                            ms(ours.percentile(0.99))
-                        )
-                    })
-                    .collect();
-                let met_in = kuota
-                    .iter()
-                    .zip(&kueue)
-                    .filter(|(ours, theirs)| {
-                        meets_target(
+                        (
                             ours.throughput() / theirs.throughput(),
                             ms(ours.percentile(0.99)),
                         )
                     })
+                    .collect();
+                let met_in = rounds
+                    .iter()
+                    .filter(|(speedup, p99)| meets_target(*speedup, *p99))
                     .count();
                 let _ = write!(
                     out,
                     " Round by round: {}; met in {met_in} of {}.",
-                    rounds.join(", "),
-                    kuota.len()
+                    rounds
+                        .iter()
+                        .map(|(speedup, p99)| format!("{speedup:.2}× at p99 {p99:.3} ms"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    rounds.len()
                 );
             }
             out.push('\n');
@@ -295,8 +292,7 @@ fn ms(duration: Duration) -> f64 {
 
 /// A figure over a row's runs: the one value, or min / median / max of several.
 fn spread(values: impl Iterator<Item = f64>, decimals: usize) -> String {
-    let mut values: Vec<f64> = values.collect();
-    values.sort_by(f64::total_cmp);
+    let values = sorted(values);
     match values.as_slice() {
         [] => String::new(),
         [one] => format!("{one:.decimals$}"),
@@ -309,9 +305,14 @@ fn spread(values: impl Iterator<Item = f64>, decimals: usize) -> String {
 
 /// The median (the upper one of an even count); 0 when there is nothing.
 fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let values = sorted(values);
+    values.get(values.len() / 2).copied().unwrap_or_default()
+}
+
+fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
     let mut values: Vec<f64> = values.collect();
     values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or_default()
+    values
 }
 
 /// Starts a control plane, measures, and stops everything it started, also on error.
