@@ -5,12 +5,15 @@
 //! Run: `cargo bench --bench kueue_runner` (Kueue's baseline scenario, once each). Flags after
 //! `--`: `--scenario NAME` (a directory of Kueue's `configs/`, e.g. `large-scale`),
 //! `--generator FILE --rangespec FILE` (a scenario of your own), `--repeats N`,
-//! `--only kuota|kueue`, `--timeout SECONDS` (the runner's, default 900), `--out FILE` (the
-//! Markdown file whose section for the scenario is replaced, default `BENCHMARKS.md`;
-//! `--out -` prints only), `--kuota-webhooks` (Kuota with its admission webhooks registered;
-//! by default it runs admitter-only, as minimalkueue runs without Kueue's webhooks), `--keep DIR`
-//! (each run's directory, with the runner's `summary.yaml`, its log and the admitter's, is kept
-//! under DIR instead of a temporary directory removed at the end).
+//! `--cohorts N` (the scenario's generator with N cohorts of each class instead of its own
+//! count: `--cohorts 1` is the baseline at a fifth of its size, which the API server of a
+//! 2-core machine keeps up with), `--only kuota|kueue`, `--timeout SECONDS` (the runner's,
+//! default 900), `--out FILE` (the Markdown file whose section for the scenario is replaced,
+//! default `BENCHMARKS.md`; `--out -` prints only), `--kuota-webhooks` (Kuota with its
+//! admission webhooks registered; by default it runs admitter-only, as minimalkueue runs
+//! without Kueue's webhooks), `--keep DIR` (each run's directory, with the runner's
+//! `summary.yaml`, its log and the admitter's, is kept under DIR instead of a temporary
+//! directory removed at the end).
 
 use std::{
     collections::BTreeMap,
@@ -29,6 +32,7 @@ struct Options {
     scenario: Option<String>,
     generator: Option<PathBuf>,
     rangespec: Option<PathBuf>,
+    cohorts: Option<u32>,
     repeats: usize,
     only: Option<String>,
     timeout: Duration,
@@ -42,6 +46,7 @@ fn options() -> BenchResult<Options> {
         scenario: None,
         generator: None,
         rangespec: None,
+        cohorts: None,
         repeats: 1,
         only: None,
         timeout: Duration::from_secs(900),
@@ -58,6 +63,7 @@ fn options() -> BenchResult<Options> {
             "--scenario" => options.scenario = Some(value()?),
             "--generator" => options.generator = Some(value()?.into()),
             "--rangespec" => options.rangespec = Some(value()?.into()),
+            "--cohorts" => options.cohorts = Some(value()?.parse()?),
             "--repeats" => options.repeats = value()?.parse()?,
             "--only" => options.only = Some(value()?),
             "--timeout" => options.timeout = Duration::from_secs(value()?.parse()?),
@@ -70,7 +76,41 @@ fn options() -> BenchResult<Options> {
     Ok(options)
 }
 
-fn scenario(tools: &Tools, options: &Options) -> BenchResult<Scenario> {
+/// The scenario the options name; with `--cohorts`, its generator rewritten into `dir`.
+fn scenario(tools: &Tools, options: &Options, dir: &Path) -> BenchResult<Scenario> {
+    let scenario = named_scenario(tools, options)?;
+    let Some(cohorts) = options.cohorts else {
+        return Ok(scenario);
+    };
+    let name = format!(
+        "{}-{cohorts}-cohort{}",
+        scenario.name,
+        if cohorts == 1 { "" } else { "s" }
+    );
+    let generator = dir.join(format!("{name}.yaml"));
+    let text = std::fs::read_to_string(&scenario.generator)?;
+    std::fs::write(&generator, with_cohorts(&text, cohorts)?)?;
+    Ok(Scenario {
+        name,
+        generator,
+        ..scenario
+    })
+}
+
+/// A generator config with every cohort class counted `cohorts` times.
+fn with_cohorts(generator: &str, cohorts: u32) -> BenchResult<String> {
+    let mut config: serde_json::Value = serde_saphyr::from_str(generator)?;
+    let classes = config
+        .get_mut("cohorts")
+        .and_then(serde_json::Value::as_array_mut)
+        .ok_or("the generator config has no cohorts list")?;
+    for class in classes {
+        class["count"] = cohorts.into();
+    }
+    Ok(serde_saphyr::to_string(&config)?)
+}
+
+fn named_scenario(tools: &Tools, options: &Options) -> BenchResult<Scenario> {
     match (&options.generator, &options.rangespec) {
         (Some(generator), Some(rangespec)) => Ok(Scenario {
             name: generator
@@ -94,7 +134,8 @@ fn scenario(tools: &Tools, options: &Options) -> BenchResult<Scenario> {
 fn main() -> BenchResult<()> {
     let options = options()?;
     let tools = kueue_runner::tools()?;
-    let scenario = scenario(&tools, &options)?;
+    let temporary = tempfile::tempdir()?;
+    let scenario = scenario(&tools, &options, temporary.path())?;
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let admitters: Vec<Admitter> = [
         Admitter::Kuota {
@@ -112,7 +153,6 @@ fn main() -> BenchResult<()> {
             .is_none_or(|only| admitter.name().eq_ignore_ascii_case(only))
     })
     .collect();
-    let temporary = tempfile::tempdir()?;
     let work = options.keep.as_deref().unwrap_or(temporary.path());
     // A summary left by an earlier run would pass for this run's.
     if let Some(keep) = &options.keep
@@ -196,13 +236,27 @@ fn class_rows(
     }
 }
 
-/// The flags after `--` that rerun this table.
-fn bench_flags(scenario: &str, kuota_webhooks: bool) -> String {
+/// The flags after `cargo bench --bench kueue_runner` that rerun this table.
+fn bench_flags(options: &Options) -> String {
     let mut flags = Vec::new();
-    if scenario != "baseline" {
+    if let Some(scenario) = options
+        .scenario
+        .as_deref()
+        .filter(|name| *name != "baseline")
+    {
         flags.push(format!("--scenario {scenario}"));
     }
-    if kuota_webhooks {
+    if let (Some(generator), Some(rangespec)) = (&options.generator, &options.rangespec) {
+        flags.push(format!(
+            "--generator {} --rangespec {}",
+            generator.display(),
+            rangespec.display()
+        ));
+    }
+    if let Some(cohorts) = options.cohorts {
+        flags.push(format!("--cohorts {cohorts}"));
+    }
+    if options.kuota_webhooks {
         flags.push("--kuota-webhooks".to_owned());
     }
     if flags.is_empty() {
@@ -299,7 +353,7 @@ fn render(
     ));
     out.push_str(&format!(
         "`cargo bench --bench kueue_runner{}`: Kueue {}'s runner, unchanged, against each admitter on a fresh envtest control plane (etcd and kube-apiserver built by `dev/cluster/build.sh`); Kueue's side is its minimalkueue (no webhooks{}), Kuota's is `kuota serve` {}. {} run{} each, {}; measured {} on {} cores, {} GiB. With several runs a cell reads min / median / max.\n\n",
-        bench_flags(&scenario.name, options.kuota_webhooks),
+        bench_flags(options),
         tools.kueue_version,
         if scenario.uses_topology() {
             "; `--enableTAS`, as Kueue's own TAS target runs it"
