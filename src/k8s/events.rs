@@ -24,10 +24,12 @@ use crate::k8s::conditions::{MAX_EVENT_MESSAGE, truncate_message};
 /// Name the job controllers report events as (Kueue's job reconcilers use the same).
 pub const JOB_CONTROLLER_NAME: &str = "kueue-job-controller";
 
-/// Events a recorder writes at once. A burst of admissions records two events each; written
-/// all at once they would take the API server's capacity from the status writes (and from
-/// everyone else's requests) that the events only describe.
-const EVENTS_IN_FLIGHT: usize = 8;
+/// Events a recorder writes at once. Events only describe the status writes, yet on Kueue's
+/// scheduler benchmark writing them 8 at a time took a fifth of the API server's CPU and made
+/// the run a fifth longer than writing none (BENCHMARKS.md). One at a time keeps up while the
+/// API server has room, and when it is saturated leaves it to the status writes: the backlog
+/// fills and the rest are dropped, as Kueue's rate-limited recorder drops them.
+const EVENTS_IN_FLIGHT: usize = 1;
 
 /// Events that may wait to be written; past that new ones are dropped, as client-go's
 /// broadcaster (Kueue's recorder) drops events once 1,000 wait.
@@ -95,7 +97,8 @@ impl EventRecorder {
     }
 }
 
-/// Writes the queued events, [`EVENTS_IN_FLIGHT`] at a time, until every recorder is gone.
+/// Writes the queued events, [`EVENTS_IN_FLIGHT`] at a time, oldest first, until every
+/// recorder is gone.
 async fn write_events(client: Client, mut queued: mpsc::Receiver<K8sEvent>) {
     futures::stream::poll_fn(|context| queued.poll_recv(context))
         .for_each_concurrent(EVENTS_IN_FLIGHT, |event| {
