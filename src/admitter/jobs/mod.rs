@@ -3,7 +3,9 @@
 //! the Workload is evicted and finishes the Workload when the job finishes (Kueue's
 //! `jobframework` reconciler). A second controller, over the metadata of job-owned Workloads,
 //! finishes the Workloads whose job is gone (releasing their quota) and lets go of them, so the
-//! garbage collector can delete them.
+//! garbage collector can delete them. Its watch is the only one of job-owned Workloads: it also
+//! wakes the controller of each changed Workload's job, as one informer does for all of Kueue's
+//! reconcilers.
 //!
 //! The decisions are pure ([`reconcile_decision`]); this module reads their inputs (the job from
 //! the controller's cache, its Workload fresh from the API server, flavors, namespaces and
@@ -26,7 +28,7 @@ use std::{
     time::Duration,
 };
 
-use futures::{FutureExt, StreamExt, future::BoxFuture};
+use futures::{FutureExt, StreamExt, channel::mpsc, future::BoxFuture};
 use jiff::Timestamp;
 use json_patch::{PatchOperation, TestOperation, jsonptr::PointerBuf};
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
@@ -112,8 +114,18 @@ struct SharedContext {
     settings: JobSettings,
     stores: Stores,
     events: EventRecorder,
-    /// The job caches of the running framework controllers, by framework name.
-    job_stores: RwLock<BTreeMap<&'static str, Store<DynamicObject>>>,
+    /// The running framework controllers, by framework name.
+    running: RwLock<BTreeMap<&'static str, RunningFramework>>,
+}
+
+/// What the other controllers reach of a running framework controller.
+struct RunningFramework {
+    /// Its cache of jobs.
+    jobs: Store<DynamicObject>,
+    /// Its job kind, as the references to its jobs carry it.
+    api_resource: ApiResource,
+    /// Wakes it for a job whose Workload changed.
+    wake: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
 }
 
 /// One framework's controller context.
@@ -146,7 +158,7 @@ pub async fn run_job_controllers(
         client,
         config,
         stores,
-        job_stores: RwLock::new(BTreeMap::new()),
+        running: RwLock::new(BTreeMap::new()),
     });
     let mut controllers: Vec<BoxFuture<'static, ()>> = FRAMEWORKS
         .iter()
@@ -179,15 +191,20 @@ async fn run_framework(
         .modify(strip_bookkeeping)
         .reflect(writer)
         .applied_objects();
+    // Woken by the orphan controller's watch of job-owned Workloads: one watch for all
+    // frameworks, where `owns` would open one per framework, each decoding every Workload.
+    let (wake, woken) = mpsc::unbounded();
     let controller = Controller::for_stream_with(trimmed_jobs, reader, api_resource.clone())
-        .owns(
-            Api::<Workload>::all(shared.client.clone()),
-            watcher::Config::default().labels(JOB_UID_LABEL),
-        )
+        .reconcile_on(woken)
         .with_config(ControllerConfig::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown);
-    if let Ok(mut job_stores) = shared.job_stores.write() {
-        job_stores.insert(framework.name(), controller.store());
+    if let Ok(mut running) = shared.running.write() {
+        let running_framework = RunningFramework {
+            jobs: controller.store(),
+            api_resource: api_resource.clone(),
+            wake,
+        };
+        running.insert(framework.name(), running_framework);
     }
     tracing::info!(framework = framework.name(), "job controller started");
     let context = Arc::new(FrameworkContext {
@@ -550,9 +567,21 @@ async fn run_orphan_controller(shared: Arc<SharedContext>, shutdown: Shutdown) {
     let config = watcher::Config::default()
         .labels(JOB_UID_LABEL)
         .any_semantic();
+    let waker = shared.clone();
     let workloads = watcher(Api::<WorkloadMeta>::all(shared.client.clone()), config)
         .default_backoff()
         .modify(strip_bookkeeping)
+        .inspect(move |event| {
+            if let Ok(
+                watcher::Event::Apply(workload)
+                | watcher::Event::InitApply(workload)
+                | watcher::Event::Delete(workload),
+            ) = event
+                && let Ok(running) = waker.running.read()
+            {
+                wake_owners(&running, workload);
+            }
+        })
         .filter_map(|event| futures::future::ready(kept(event, may_be_orphaned)))
         .reflect(writer)
         .touched_objects();
@@ -566,6 +595,24 @@ async fn run_orphan_controller(shared: Arc<SharedContext>, shutdown: Shutdown) {
             }
         })
         .await;
+}
+
+/// Wakes the running controller of each job that owns `workload`, matching the owner
+/// references by `apiVersion` and `kind` as kube's `owns` does.
+fn wake_owners(running: &BTreeMap<&'static str, RunningFramework>, workload: &impl Resource) {
+    let namespace = workload.meta().namespace.as_deref().unwrap_or_default();
+    for owner in workload.owner_references() {
+        let controller = running.values().find(|framework| {
+            framework.api_resource.kind == owner.kind
+                && framework.api_resource.api_version == owner.api_version
+        });
+        if let Some(framework) = controller {
+            let job =
+                ObjectRef::new_with(&owner.name, framework.api_resource.clone()).within(namespace);
+            // A controller that stopped no longer needs waking.
+            let _ = framework.wake.unbounded_send(job);
+        }
+    }
 }
 
 fn workload_error_policy(
@@ -647,10 +694,14 @@ async fn owner_state(shared: &SharedContext, workload: &impl Resource) -> Result
     let namespace = workload.namespace().unwrap_or_default();
     // The controller's cache answers the common case without a request.
     let cached = shared
-        .job_stores
+        .running
         .read()
         .ok()
-        .and_then(|stores| stores.get(framework.name()).cloned())
+        .and_then(|running| {
+            running
+                .get(framework.name())
+                .map(|running| running.jobs.clone())
+        })
         .and_then(|store| {
             store.get(
                 &ObjectRef::new_with(&owner.name, framework.kind().api_resource())

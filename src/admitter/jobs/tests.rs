@@ -2,7 +2,7 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kube::runtime::events::EventType;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -1178,4 +1178,58 @@ fn the_job_uid_matches_the_owner_reference() {
     let workload = workload_of(&job).build();
     assert!(is_controlled_by(&workload, UID));
     assert!(!is_controlled_by(&workload, "other"));
+}
+
+fn running(
+    framework: &'static dyn JobFramework,
+) -> (
+    RunningFramework,
+    mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>,
+) {
+    let api_resource = framework.kind().api_resource();
+    let (wake, woken) = mpsc::unbounded();
+    let jobs = reflector::store::Writer::new(api_resource.clone()).as_reader();
+    let framework = RunningFramework {
+        jobs,
+        api_resource,
+        wake,
+    };
+    (framework, woken)
+}
+
+fn owner(api_version: &str, kind: &str, name: &str) -> OwnerReference {
+    OwnerReference {
+        api_version: api_version.to_owned(),
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+        uid: format!("{name}-uid"),
+        controller: Some(true),
+        ..OwnerReference::default()
+    }
+}
+
+fn woken(receiver: &mut mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>) -> Vec<String> {
+    std::iter::from_fn(|| receiver.try_recv().ok())
+        .map(|job| format!("{}/{}", job.namespace.unwrap_or_default(), job.name))
+        .collect()
+}
+
+#[test]
+fn a_workload_change_wakes_only_the_controller_of_its_owners_kind() {
+    let (batch, mut batch_woken) = running(&BatchJob);
+    let (pytorch, mut pytorch_woken) = running(&PYTORCH_JOB);
+    let running = BTreeMap::from([(BatchJob.name(), batch), (PYTORCH_JOB.name(), pytorch)]);
+    let mut workload = Workload::new("job-sample-3f0e1", Default::default());
+    workload.metadata.namespace = Some("team-a".to_owned());
+    workload.metadata.owner_references = Some(vec![
+        owner("batch/v1", "Job", "sample"),
+        // Same kind, another version: not what the Job controller watches.
+        owner("batch/v2", "Job", "other-version"),
+        owner("example.com/v1", "Widget", "foreign"),
+    ]);
+
+    wake_owners(&running, &workload);
+
+    assert_eq!(woken(&mut batch_woken), ["team-a/sample"]);
+    assert_eq!(woken(&mut pytorch_woken), Vec::<String>::new());
 }
