@@ -560,7 +560,8 @@ fn priority_classes(stores: &Stores) -> PriorityClasses {
 /// still hold the `resource-in-use` finalizer and those that lost their owner reference (Kueue
 /// finishes those too). A Workload that finishes with its job loses the finalizer and leaves the
 /// store, so the store follows the live Workloads, not every Workload ever run, and holds no
-/// pod templates (the shared store has those).
+/// pod templates (the shared store has those). Every change the watch sees, kept or not, wakes
+/// the controller of the Workload's job.
 async fn run_orphan_controller(shared: Arc<SharedContext>, shutdown: Shutdown) {
     let concurrency = concurrency(&shared.config, "Workload.kueue.x-k8s.io");
     let (reader, writer) = reflector::store();
