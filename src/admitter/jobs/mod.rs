@@ -694,21 +694,11 @@ async fn owner_state(shared: &SharedContext, workload: &impl Resource) -> Result
     };
     let namespace = workload.namespace().unwrap_or_default();
     // The controller's cache answers the common case without a request.
-    let cached = shared
-        .running
-        .read()
-        .ok()
-        .and_then(|running| {
-            running
-                .get(framework.name())
-                .map(|running| running.jobs.clone())
-        })
-        .and_then(|store| {
-            store.get(
-                &ObjectRef::new_with(&owner.name, framework.kind().api_resource())
-                    .within(&namespace),
-            )
-        });
+    let cached = shared.running.read().ok().and_then(|running| {
+        let controller = running.get(framework.name())?;
+        let job = ObjectRef::new_with(&owner.name, controller.api_resource.clone());
+        controller.jobs.get(&job.within(&namespace))
+    });
     if workload.meta().deletion_timestamp.is_none()
         && cached.as_ref().is_some_and(|job| {
             job.uid().as_deref() == Some(owner.uid.as_str())
