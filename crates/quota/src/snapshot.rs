@@ -174,7 +174,7 @@ pub(super) struct CohortNode {
 /// An admitted workload and the usage it holds.
 #[derive(Debug)]
 pub(super) struct AdmittedWorkload {
-    pub(super) workload: Workload,
+    pub(super) workload: Arc<Workload>,
     pub(super) cq: usize,
     pub(super) usage: BTreeMap<FlavorResource, Quantity>,
 }
@@ -210,7 +210,7 @@ pub struct SnapshotBuilder {
     flavors: Vec<ResourceFlavor>,
     cohorts: Vec<Cohort>,
     cluster_queues: Vec<ClusterQueue>,
-    workloads: Vec<Workload>,
+    workloads: Vec<Arc<Workload>>,
     topologies: BTreeMap<String, TopologyCapacity>,
 }
 
@@ -247,9 +247,10 @@ impl SnapshotBuilder {
         self
     }
 
-    /// Adds a workload holding quota; workloads without an admission are ignored.
-    pub fn admitted(mut self, workload: Workload) -> Self {
-        self.workloads.push(workload);
+    /// Adds a workload holding quota; workloads without an admission are ignored. An `Arc` is
+    /// shared as is, so that a caller holding its workloads across snapshots copies none.
+    pub fn admitted(mut self, workload: impl Into<Arc<Workload>>) -> Self {
+        self.workloads.push(workload.into());
         self
     }
 

@@ -112,8 +112,8 @@ impl fmt::Display for LocalQueueRef {
 /// A workload holding quota (`QuotaReserved=True` with an admission, not finished).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Holder {
-    /// The workload, with its admission.
-    pub workload: model::Workload,
+    /// The workload, with its admission (shared with the conversion cache while unchanged).
+    pub workload: Arc<model::Workload>,
     /// The LocalQueue it was submitted to (`None` without `spec.queueName`).
     pub local_queue: Option<LocalQueueRef>,
     /// Whether it is also `Admitted` (counts in `flavorsUsage`, not only `flavorsReservation`).
@@ -236,7 +236,7 @@ impl Converted {
             });
         self.holders
             .iter()
-            .map(|holder| holder.workload.clone())
+            .map(|holder| Arc::clone(&holder.workload))
             .fold(builder, |b, w| b.admitted(w))
             .build()
     }
@@ -346,7 +346,7 @@ fn same_objects<T>(held: &[Arc<T>], current: &[Arc<T>]) -> bool {
 struct CachedWorkload {
     /// Held so that its address is not reused while the entry lives.
     object: Weak<api::Workload>,
-    key: String,
+    key: Arc<str>,
     context: u64,
     workload: Result<Arc<model::Workload>, QuantityError>,
 }
@@ -362,23 +362,23 @@ impl ConversionCache {
     }
 
     /// The workload's key (`namespace/name`), remembered from the previous round.
-    pub fn key(&self, object: &Arc<api::Workload>) -> String {
+    pub fn key(&self, object: &Arc<api::Workload>) -> Arc<str> {
         match self.entries.get(&address(object)) {
-            Some(cached) => cached.key.clone(),
-            None => workload_key(object),
+            Some(cached) => Arc::clone(&cached.key),
+            None => workload_key(object).into(),
         }
     }
 
-    /// The workload with PodSets, taken from the previous round's `cached` entry (`true`) or
-    /// converted now, moved into `next` for the round after. With `cluster_queue`, the entry
-    /// keeps the workload pointed at that ClusterQueue, so that the next round shares it as is.
+    /// The workload with PodSets in its `role`, taken from the previous round's `cached` entry
+    /// (`true`) or converted now, moved into `next` for the round after. A pending entry is kept
+    /// pointed at its LocalQueue's ClusterQueue, so that the next round shares it as is.
     fn get(
         cached: Option<CachedWorkload>,
         next: &mut foldhash::HashMap<usize, CachedWorkload>,
-        key: &str,
+        key: &Arc<str>,
         object: &Arc<api::Workload>,
         context: &WorkloadContext<'_>,
-        cluster_queue: Option<&str>,
+        role: Role<'_>,
     ) -> (Result<Arc<model::Workload>, QuantityError>, bool) {
         let reusable = cached.filter(|cached| {
             std::ptr::eq(cached.object.as_ptr(), Arc::as_ptr(object))
@@ -387,11 +387,16 @@ impl ConversionCache {
         let reused = reusable.is_some();
         let mut cached = reusable.unwrap_or_else(|| CachedWorkload {
             object: Arc::downgrade(object),
-            key: key.to_owned(),
+            key: Arc::clone(key),
             context: context.fingerprint,
-            workload: from_api::workload(object, &context.inputs).map(Arc::new),
+            workload: from_api::workload(object, &context.inputs).map(|workload| {
+                Arc::new(match role {
+                    Role::Pending { .. } => workload,
+                    Role::Holder(admission) => holding(workload, object, admission),
+                })
+            }),
         });
-        if let (Some(cluster_queue), Ok(workload)) = (cluster_queue, cached.workload.as_mut())
+        if let (Role::Pending { cluster_queue }, Ok(workload)) = (role, cached.workload.as_mut())
             && workload.cluster_queue != cluster_queue
         {
             Arc::make_mut(workload).cluster_queue = cluster_queue.to_owned();
@@ -400,6 +405,26 @@ impl ConversionCache {
         next.insert(address(object), cached);
         (workload, reused)
     }
+}
+
+/// What a workload is converted for.
+#[derive(Clone, Copy)]
+enum Role<'a> {
+    /// Waiting in this ClusterQueue, its LocalQueue's (which may change while the object does not).
+    Pending { cluster_queue: &'a str },
+    /// Holding quota with this admission, the object's own.
+    Holder(&'a api::Admission),
+}
+
+/// `workload` holding quota with `admission`, `object`'s.
+fn holding(
+    mut workload: model::Workload,
+    object: &api::Workload,
+    admission: &api::Admission,
+) -> model::Workload {
+    workload.cluster_queue = admission.cluster_queue.clone();
+    workload.admission = Some(from_api::admission(object, admission));
+    workload
 }
 
 /// Converts everything the scheduler needs from `state`.
@@ -492,7 +517,7 @@ pub fn convert_cached(
         if targeted || needs_deactivation(object) {
             let key = previous
                 .get(&address(object))
-                .map_or_else(|| workload_key(object), |cached| cached.key.clone());
+                .map_or_else(|| workload_key(object), |cached| cached.key.to_string());
             if targeted {
                 converted.deactivation_targets.push(key);
             } else {
@@ -522,9 +547,11 @@ pub fn convert_cached(
             fingerprint,
         };
         let cached = previous.remove(&address(object));
-        let key = cached
-            .as_ref()
-            .map_or_else(|| workload_key(object), |cached| cached.key.clone());
+        // Shared with the cache entry: most passes see most workloads unchanged.
+        let key: Arc<str> = cached.as_ref().map_or_else(
+            || workload_key(object).into(),
+            |cached| Arc::clone(&cached.key),
+        );
         let local_queue = object
             .spec
             .queue_name
@@ -533,32 +560,43 @@ pub fn convert_cached(
         let queue_object = local_queue.as_ref().and_then(|lq| local_queues.get(lq));
         if let Some(requeue) = requeue_step(object, queue_object.copied(), &stopped_cluster_queues)
         {
-            converted.requeues.push((key.clone(), requeue));
+            converted.requeues.push((key.to_string(), requeue));
         }
         match placement {
             Placement::Ignored => {}
             Placement::HoldsQuota(admission) => {
-                let mut workload =
-                    ConversionCache::get(cached, &mut next_cache, &key, object, &context, None)
-                        .0
-                        .map(Arc::unwrap_or_clone)
-                        // Requests only matter while pending; the admission carries the usage.
-                        .unwrap_or_else(|_| {
-                            from_api::workload_without_pod_sets(object, &context.inputs)
-                        });
-                workload.cluster_queue = admission.cluster_queue.clone();
-                workload.admission = Some(from_api::admission(object, admission));
+                let role = Role::Holder(admission);
+                let workload = match ConversionCache::get(
+                    cached,
+                    &mut next_cache,
+                    &key,
+                    object,
+                    &context,
+                    role,
+                )
+                .0
+                {
+                    Ok(workload) => workload,
+                    // Requests only matter while pending; the admission carries the usage.
+                    Err(_) => Arc::new(holding(
+                        from_api::workload_without_pod_sets(object, &context.inputs),
+                        object,
+                        admission,
+                    )),
+                };
                 let drained = queue_object.is_some_and(|lq| {
                     from_api::stop_policy(lq.spec.stop_policy) == StopPolicy::HoldAndDrain
                 });
                 if drained && !workload.evicted {
-                    converted.local_queue_drains.push(key.clone());
+                    converted.local_queue_drains.push(key.to_string());
                 }
                 if let Some(outcome) = check_outcome(object) {
-                    converted.check_outcomes.push((key.clone(), outcome));
+                    converted.check_outcomes.push((key.to_string(), outcome));
                 }
                 if let Some(deadline) = execution_deadline(object) {
-                    converted.execution_deadlines.push((key.clone(), deadline));
+                    converted
+                        .execution_deadlines
+                        .push((key.to_string(), deadline));
                 }
                 converted.holders.push(Holder {
                     workload,
@@ -572,7 +610,7 @@ pub fn convert_cached(
                     local_queue.unwrap_or_else(|| LocalQueueRef::new(namespace, queue_name));
                 let Some(queue_object) = queue_object else {
                     converted.unqueued.push(Unqueued {
-                        workload: key,
+                        workload: key.to_string(),
                         message: format!("LocalQueue {} doesn't exist", local_queue.name),
                         local_queue,
                         reason: PendingReason::Misconfigured,
@@ -581,7 +619,7 @@ pub fn convert_cached(
                 };
                 if from_api::stop_policy(queue_object.spec.stop_policy) != StopPolicy::None {
                     converted.unqueued.push(Unqueued {
-                        workload: key,
+                        workload: key.to_string(),
                         message: format!("LocalQueue {} is stopped", local_queue.name),
                         local_queue,
                         reason: PendingReason::Suspended,
@@ -599,7 +637,7 @@ pub fn convert_cached(
                     &key,
                     object,
                     &context,
-                    Some(cluster_queue),
+                    Role::Pending { cluster_queue },
                 ) {
                     (Ok(workload), unchanged) => {
                         converted.pending.push(PendingWorkload {
@@ -609,7 +647,7 @@ pub fn convert_cached(
                         });
                     }
                     (Err(error), _) => converted.unqueued.push(Unqueued {
-                        workload: key,
+                        workload: key.to_string(),
                         local_queue,
                         reason: PendingReason::Misconfigured,
                         message: error.to_string(),

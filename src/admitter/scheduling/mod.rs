@@ -322,7 +322,7 @@ impl Scheduler {
             holders: converted
                 .holders
                 .iter()
-                .map(|holder| (holder.workload.key.as_str(), &holder.workload))
+                .map(|holder| (holder.workload.key.as_str(), &*holder.workload))
                 .collect(),
             now,
         };
@@ -333,7 +333,7 @@ impl Scheduler {
             self.decide(decision, &context);
         }
         for unqueued in &converted.unqueued {
-            let Some(object) = objects.get(&unqueued.workload) else {
+            let Some(object) = objects.get(unqueued.workload.as_str()) else {
                 continue;
             };
             self.write_pending(
@@ -433,7 +433,7 @@ impl Scheduler {
                 self.handled_verdicts.forget(&key);
                 let generation = context
                     .objects
-                    .get(&key)
+                    .get(key.as_str())
                     .and_then(|object| object.metadata.generation);
                 let flavors: BTreeSet<&str> = admission
                     .pod_set_assignments
@@ -757,7 +757,7 @@ fn off_the_runtime<T>(pass: impl FnOnce() -> T) -> T {
 
 /// Lookups a cycle's decisions are applied with.
 struct CycleContext<'a> {
-    objects: &'a foldhash::HashMap<String, Arc<api::Workload>>,
+    objects: &'a foldhash::HashMap<Arc<str>, Arc<api::Workload>>,
     cluster_queues: HashMap<String, &'a api::ClusterQueue>,
     pending: foldhash::HashMap<&'a str, &'a PendingWorkload>,
     holders: foldhash::HashMap<&'a str, &'a model::Workload>,

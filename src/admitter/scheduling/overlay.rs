@@ -101,7 +101,7 @@ impl Overlay {
 
     /// Drops the entries the store reflects (or that no longer matter: the workload is gone,
     /// was recreated or finished).
-    pub fn reconcile(&mut self, workloads: &foldhash::HashMap<String, Arc<api::Workload>>) {
+    pub fn reconcile(&mut self, workloads: &foldhash::HashMap<Arc<str>, Arc<api::Workload>>) {
         let current = |key: &str, uid: &str| {
             workloads
                 .get(key)
@@ -138,7 +138,7 @@ impl Overlay {
                         workload.quota_reserved_at = Some(entry.decided_at);
                         converted.holders.push(
                             crate::admitter::scheduling::cluster_state::Holder {
-                                workload,
+                                workload: Arc::new(workload),
                                 local_queue: Some(pending.local_queue),
                                 admitted: true,
                             },
@@ -152,7 +152,7 @@ impl Overlay {
         if !self.evictions.is_empty() {
             for holder in &mut converted.holders {
                 if self.evictions.contains_key(&holder.workload.key) {
-                    holder.workload.evicted = true;
+                    Arc::make_mut(&mut holder.workload).evicted = true;
                 }
             }
             converted

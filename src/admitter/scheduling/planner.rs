@@ -20,7 +20,7 @@ use crate::quota::{Decision, Queues, RequeueScope, SchedulerConfig, Snapshot, cy
 /// What one pass decided, with what it decided on.
 pub struct Plan {
     /// The Workload objects of the pass that are not finished, by key.
-    pub objects: foldhash::HashMap<String, Arc<api::Workload>>,
+    pub objects: foldhash::HashMap<Arc<str>, Arc<api::Workload>>,
     /// The cluster converted to the model, with the overlay applied.
     pub converted: Converted,
     /// The snapshot the cycle ran on.
@@ -73,7 +73,7 @@ impl Planner {
     pub fn plan(&mut self, state: &ClusterState, now: Timestamp) -> Plan {
         // Finished workloads hold nothing and wait for nothing: neither the overlay nor the
         // decisions look them up.
-        let objects: foldhash::HashMap<String, Arc<api::Workload>> = state
+        let objects: foldhash::HashMap<Arc<str>, Arc<api::Workload>> = state
             .workloads
             .iter()
             .filter(|workload| !workload.is_condition_true(condition::FINISHED))

@@ -176,7 +176,7 @@ fn overlay_entries_end_when_the_store_shows_the_write() {
         let mut object = object;
         // "recreated": same key, another UID.
         object.metadata.name = Some("wl".to_owned());
-        objects.insert("ns/wl".to_owned(), Arc::new(object));
+        objects.insert(Arc::from("ns/wl"), Arc::new(object));
         overlay.reconcile(&objects);
         assert_eq!(overlay.is_empty(), gone, "{name}");
     }
@@ -189,13 +189,13 @@ fn overlay_entries_end_when_the_store_shows_the_write() {
     let mut overlay = Overlay::default();
     overlay.evict("ns/wl", "uid-wl");
     let holding = workload("ns", "wl").reserved("cq", json!([])).build();
-    let mut objects: foldhash::HashMap<_, _> = [("ns/wl".to_owned(), Arc::new(holding))]
+    let mut objects: foldhash::HashMap<_, _> = [(Arc::from("ns/wl"), Arc::new(holding))]
         .into_iter()
         .collect();
     overlay.reconcile(&objects);
     assert!(!overlay.is_empty(), "eviction not shown yet");
     objects.insert(
-        "ns/wl".to_owned(),
+        Arc::from("ns/wl"),
         Arc::new(
             workload("ns", "wl")
                 .reserved("cq", json!([]))

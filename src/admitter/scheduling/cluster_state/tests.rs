@@ -242,7 +242,7 @@ fn workloads_are_sorted_into_holders_pending_and_unqueued() {
         vec!["team-a/pending"]
     );
     assert_eq!(
-        keys(converted.holders.iter().map(|h| &h.workload).collect()),
+        keys(converted.holders.iter().map(|h| &*h.workload).collect()),
         vec!["team-a/draining", "team-a/drained", "team-a/running"]
     );
     assert_eq!(converted.local_queue_drains, vec!["team-a/draining"]);
@@ -677,6 +677,45 @@ fn cached_conversions_follow_what_they_read() {
         ),
         "the cache keeps the workload pointed at its new ClusterQueue"
     );
+}
+
+#[test]
+fn cached_quota_holders_are_shared_until_their_object_changes() {
+    let mut state = state();
+    let holder = |version: &str, cpu: &str| {
+        let usage = json!([{
+            "name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": cpu}, "count": 1,
+        }]);
+        Arc::new(
+            workload("team-a", "wl")
+                .queue("lq")
+                .resource_version(version)
+                .pod_set("main", 1, json!({"cpu": cpu}))
+                .reserved("cq", usage)
+                .build(),
+        )
+    };
+    let usage = |converted: &Converted| {
+        let admission = converted.holders[0].workload.admission.as_ref();
+        admission.expect("admission").usage()
+    };
+    state.workloads = vec![holder("1", "1")];
+    let options = ConversionOptions::default();
+    let mut cache = ConversionCache::new();
+
+    let first = convert_cached(&state, &options, &mut cache);
+    assert_eq!(first, convert(&state, &options));
+    let again = convert_cached(&state, &options, &mut cache);
+    assert!(
+        Arc::ptr_eq(&first.holders[0].workload, &again.holders[0].workload),
+        "an unchanged holder, admission included, is shared with the cache, not copied"
+    );
+
+    state.workloads = vec![holder("2", "2")];
+    let changed = convert_cached(&state, &options, &mut cache);
+    assert_eq!(changed, convert(&state, &options));
+    let cpu = FlavorResource::new("default", "cpu");
+    assert_eq!(usage(&changed), BTreeMap::from([(cpu, 2000)]));
 }
 
 #[test]

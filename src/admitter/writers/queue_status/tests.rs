@@ -26,7 +26,7 @@ fn holder(
         }],
     });
     Holder {
-        workload,
+        workload: workload.into(),
         local_queue: queue.map(|name| LocalQueueRef::new("ns", name)),
         admitted,
     }
