@@ -139,8 +139,14 @@ impl ResourceNode {
     }
 
     fn add(&mut self, fr: &FlavorResource, delta: Quantity) {
-        let entry = self.usage.entry(fr.clone()).or_insert(0);
-        *entry = entry.saturating_add(delta);
+        // Looked up before inserting: `entry` would copy the key's two strings on every call,
+        // and the cycle adds and removes usage many times per workload it tries.
+        match self.usage.get_mut(fr) {
+            Some(used) => *used = used.saturating_add(delta),
+            None => {
+                self.usage.insert(fr.clone(), delta);
+            }
+        }
     }
 }
 

@@ -148,6 +148,9 @@ pub struct Unqueued {
 /// The cluster converted for the scheduler.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Converted {
+    /// The Workload objects that are not finished, by key: what the overlay and the writes
+    /// of the decisions look up. Finished ones hold nothing and wait for nothing.
+    pub objects: foldhash::HashMap<Arc<str>, Arc<api::Workload>>,
     /// ResourceFlavors.
     pub flavors: Vec<model::ResourceFlavor>,
     /// The free capacity of each topology-aware flavor whose Topology exists, by flavor.
@@ -361,14 +364,6 @@ impl ConversionCache {
         Self::default()
     }
 
-    /// The workload's key (`namespace/name`), remembered from the previous round.
-    pub fn key(&self, object: &Arc<api::Workload>) -> Arc<str> {
-        match self.entries.get(&address(object)) {
-            Some(cached) => Arc::clone(&cached.key),
-            None => workload_key(object).into(),
-        }
-    }
-
     /// The workload with PodSets in its `role`, taken from the previous round's `cached` entry
     /// (`true`) or converted now, moved into `next` for the round after. A pending entry is kept
     /// pointed at its LocalQueue's ClusterQueue, so that the next round shares it as is.
@@ -461,19 +456,20 @@ pub fn convert_cached(
             .or_default()
             .push(LimitRange::clone(range));
     }
-    let local_queues: foldhash::HashMap<LocalQueueRef, &api::LocalQueue> = state
+    // By borrowed names: looked up for every workload of every pass.
+    let local_queues: foldhash::HashMap<(&str, &str), &api::LocalQueue> = state
         .local_queues
         .iter()
         .map(|queue| {
-            (
-                LocalQueueRef::new(&queue.namespace().unwrap_or_default(), &queue.name_any()),
-                queue.as_ref(),
-            )
+            let namespace = queue.metadata.namespace.as_deref().unwrap_or_default();
+            let name = queue.metadata.name.as_deref().unwrap_or_default();
+            ((namespace, name), queue.as_ref())
         })
         .collect();
 
     let (topologies, topology_version) = cache.capacities.get(state, options);
     let mut converted = Converted {
+        objects: foldhash::HashMap::with_capacity(state.workloads.len()),
         topologies: topologies.to_vec(),
         topology_version,
         flavors: state
@@ -514,17 +510,29 @@ pub fn convert_cached(
             && object
                 .true_condition(condition::DEACTIVATION_TARGET)
                 .is_some();
-        if targeted || needs_deactivation(object) {
-            let key = previous
-                .get(&address(object))
-                .map_or_else(|| workload_key(object), |cached| cached.key.to_string());
-            if targeted {
-                converted.deactivation_targets.push(key);
-            } else {
-                converted.deactivations.push(key);
-            }
+        let deactivation = targeted || needs_deactivation(object);
+        // Finished workloads never reach the store; what is left costs only this check.
+        let finished = object.is_condition_true(condition::FINISHED);
+        if finished && !deactivation {
+            continue;
         }
-        // Finished workloads never reach the store; what is left to ignore costs only this check.
+        let cached = previous.remove(&address(object));
+        // Shared with the cache entry: most passes see most workloads unchanged.
+        let key: Arc<str> = cached.as_ref().map_or_else(
+            || workload_key(object).into(),
+            |cached| Arc::clone(&cached.key),
+        );
+        if targeted {
+            converted.deactivation_targets.push(key.to_string());
+        } else if deactivation {
+            converted.deactivations.push(key.to_string());
+        }
+        if finished {
+            continue;
+        }
+        converted
+            .objects
+            .insert(Arc::clone(&key), Arc::clone(object));
         let placement = placement(object);
         if matches!(placement, Placement::Ignored) {
             continue;
@@ -546,18 +554,9 @@ pub fn convert_cached(
             },
             fingerprint,
         };
-        let cached = previous.remove(&address(object));
-        // Shared with the cache entry: most passes see most workloads unchanged.
-        let key: Arc<str> = cached.as_ref().map_or_else(
-            || workload_key(object).into(),
-            |cached| Arc::clone(&cached.key),
-        );
-        let local_queue = object
-            .spec
-            .queue_name
-            .as_deref()
-            .map(|name| LocalQueueRef::new(namespace, name));
-        let queue_object = local_queue.as_ref().and_then(|lq| local_queues.get(lq));
+        let queue_name = object.spec.queue_name.as_deref();
+        let queue_object = queue_name.and_then(|name| local_queues.get(&(namespace, name)));
+        let local_queue = queue_name.map(|name| LocalQueueRef::new(namespace, name));
         if let Some(requeue) = requeue_step(object, queue_object.copied(), &stopped_cluster_queues)
         {
             converted.requeues.push((key.to_string(), requeue));

@@ -302,13 +302,13 @@ impl Scheduler {
             .local_queues
             .expose_only(exposed.clone(), self.role);
         let Plan {
-            objects,
             converted,
             snapshot,
             decisions,
         } = self.planner.plan(&state, now);
+        let objects = &converted.objects;
         let context = CycleContext {
-            objects: &objects,
+            objects,
             cluster_queues: state
                 .cluster_queues
                 .iter()

@@ -12,15 +12,11 @@ use super::cluster_state::{ClusterState, ConversionCache, Converted, convert_cac
 use super::dispatch::Backoff;
 use super::overlay::Overlay;
 use super::requeue::{Observed, Requeue};
-use crate::api::constants::condition;
-use crate::api::v1beta2 as api;
 use crate::quota::from_api::ConversionOptions;
 use crate::quota::{Decision, Queues, RequeueScope, SchedulerConfig, Snapshot, cycle};
 
 /// What one pass decided, with what it decided on.
 pub struct Plan {
-    /// The Workload objects of the pass that are not finished, by key.
-    pub objects: foldhash::HashMap<Arc<str>, Arc<api::Workload>>,
     /// The cluster converted to the model, with the overlay applied.
     pub converted: Converted,
     /// The snapshot the cycle ran on.
@@ -71,16 +67,8 @@ impl Planner {
     /// requeues the parked workloads a change concerns, refreshes the queues (leaving out
     /// workloads in backoff and dropping those no longer pending) and runs the cycle.
     pub fn plan(&mut self, state: &ClusterState, now: Timestamp) -> Plan {
-        // Finished workloads hold nothing and wait for nothing: neither the overlay nor the
-        // decisions look them up.
-        let objects: foldhash::HashMap<Arc<str>, Arc<api::Workload>> = state
-            .workloads
-            .iter()
-            .filter(|workload| !workload.is_condition_true(condition::FINISHED))
-            .map(|workload| (self.cache.key(workload), Arc::clone(workload)))
-            .collect();
-        self.overlay.reconcile(&objects);
         let mut converted = convert_cached(state, &self.options, &mut self.cache);
+        self.overlay.reconcile(&converted.objects);
         self.overlay.apply(&mut converted);
         let snapshot = converted.snapshot(self.scheduler_config.clone(), now);
 
@@ -120,7 +108,6 @@ impl Planner {
         // waits for that quota is requeued rather than left parked.
         self.observed.note_admissions(&decisions);
         Plan {
-            objects,
             converted,
             snapshot,
             decisions,

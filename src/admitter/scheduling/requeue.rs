@@ -2,6 +2,7 @@
 //! scheduler compares what it observes with what it saw last cycle.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::admitter::scheduling::cluster_state::Converted;
 use crate::quota::Decision;
@@ -24,8 +25,64 @@ pub struct Observed {
     cluster_queues: BTreeMap<String, model::ClusterQueue>,
     cohorts: BTreeMap<String, model::Cohort>,
     flavors: BTreeMap<String, model::ResourceFlavor>,
-    holders: BTreeMap<String, (String, BTreeMap<FlavorResource, Quantity>)>,
+    holders: foldhash::HashMap<String, Held>,
     topology_version: u64,
+}
+
+/// The quota a workload was seen holding.
+#[derive(Clone, Debug, PartialEq)]
+enum Held {
+    /// The converted workload with its admission, shared with the conversion cache: the same
+    /// `Arc` in the next pass is the same admission, with no usage to work out and compare.
+    Converted(Arc<model::Workload>),
+    /// Admitted by the cycle, not shown by the stores yet.
+    Admitted {
+        cluster_queue: String,
+        usage: BTreeMap<FlavorResource, Quantity>,
+    },
+}
+
+impl Held {
+    /// Whether `now`, what the same workload holds next, is less than `self` (`None`: nothing).
+    fn released_in(&self, now: Option<&Held>) -> bool {
+        let Some(now) = now else {
+            return true;
+        };
+        if let (Held::Converted(before), Held::Converted(now)) = (self, now)
+            && Arc::ptr_eq(before, now)
+        {
+            return false;
+        }
+        let (Some(queue), Some(now_queue)) = (self.cluster_queue(), now.cluster_queue()) else {
+            return true;
+        };
+        let (usage, now_usage) = (self.usage(), now.usage());
+        now_queue != queue
+            || usage
+                .iter()
+                .any(|(fr, before)| now_usage.get(fr).copied().unwrap_or(0) < *before)
+    }
+
+    fn cluster_queue(&self) -> Option<&str> {
+        match self {
+            Held::Converted(workload) => workload
+                .admission
+                .as_ref()
+                .map(|admission| admission.cluster_queue.as_str()),
+            Held::Admitted { cluster_queue, .. } => Some(cluster_queue),
+        }
+    }
+
+    fn usage(&self) -> BTreeMap<FlavorResource, Quantity> {
+        match self {
+            Held::Converted(workload) => workload
+                .admission
+                .as_ref()
+                .map(model::Admission::usage)
+                .unwrap_or_default(),
+            Held::Admitted { usage, .. } => usage.clone(),
+        }
+    }
 }
 
 impl Observed {
@@ -50,12 +107,10 @@ impl Observed {
             holders: converted
                 .holders
                 .iter()
-                .filter_map(|holder| {
-                    let admission = holder.workload.admission.as_ref()?;
-                    Some((
-                        holder.workload.key.clone(),
-                        (admission.cluster_queue.clone(), admission.usage()),
-                    ))
+                .filter(|holder| holder.workload.admission.is_some())
+                .map(|holder| {
+                    let held = Held::Converted(Arc::clone(&holder.workload));
+                    (holder.workload.key.clone(), held)
                 })
                 .collect(),
             topology_version: converted.topology_version,
@@ -70,10 +125,11 @@ impl Observed {
                 admission,
             } = decision
             {
-                self.holders.insert(
-                    workload.clone(),
-                    (admission.cluster_queue.clone(), admission.usage()),
-                );
+                let held = Held::Admitted {
+                    cluster_queue: admission.cluster_queue.clone(),
+                    usage: admission.usage(),
+                };
+                self.holders.insert(workload.clone(), held);
             }
         }
     }
@@ -107,18 +163,11 @@ impl Observed {
                 requeues.insert(Requeue::Cohort(name.clone()));
             }
         }
-        for (key, (queue, usage)) in &self.holders {
-            let released = match current.holders.get(key) {
-                None => true,
-                Some((now_queue, now_usage)) => {
-                    now_queue != queue
-                        || usage
-                            .iter()
-                            .any(|(fr, before)| now_usage.get(fr).copied().unwrap_or(0) < *before)
-                }
-            };
-            if released {
-                requeues.insert(Requeue::ClusterQueue(queue.clone()));
+        for (key, held) in &self.holders {
+            if let Some(queue) = held.cluster_queue()
+                && held.released_in(current.holders.get(key))
+            {
+                requeues.insert(Requeue::ClusterQueue(queue.to_owned()));
             }
         }
         requeues

@@ -207,22 +207,24 @@ fn overlay_entries_end_when_the_store_shows_the_write() {
     assert!(overlay.is_empty(), "eviction shown");
 }
 
+/// Holds `cpu` of flavor `default` in ClusterQueue `cq`.
+fn admitted(name: &str, cpu: &str) -> api::Workload {
+    workload("ns", name)
+        .queue("lq")
+        .pod_set("main", 1, json!({"cpu": cpu}))
+        .reserved(
+            "cq",
+            json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": cpu}, "count": 1}]),
+        )
+        .build()
+}
+
 fn observed(converted: &Converted) -> Observed {
     Observed::of(converted)
 }
 
 #[test]
 fn changes_that_may_free_capacity_requeue_parked_workloads() {
-    let admitted = |name: &str, cpu: &str| {
-        workload("ns", name)
-            .queue("lq")
-            .pod_set("main", 1, json!({"cpu": cpu}))
-            .reserved(
-                "cq",
-                json!([{"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": cpu}, "count": 1}]),
-            )
-            .build()
-    };
     let base = state(vec![admitted("a", "1"), admitted("b", "1")]);
     let before = observed(&convert(&base, &ConversionOptions::default()));
     let with = |change: &dyn Fn(&mut ClusterState)| {
@@ -277,6 +279,49 @@ fn changes_that_may_free_capacity_requeue_parked_workloads() {
                 .push(Arc::new(cluster_queue("new").build()));
         })),
         BTreeSet::from([cq("new")])
+    );
+}
+
+#[test]
+fn quota_held_is_compared_by_usage_unless_the_conversion_is_the_same() {
+    let options = ConversionOptions::default();
+    let one_cpu = state(vec![admitted("a", "1")]);
+    let less = state(vec![admitted("a", "500m")]);
+    let none = state(Vec::new());
+    let cq = BTreeSet::from([Requeue::ClusterQueue("cq".to_owned())]);
+
+    let mut cache = ConversionCache::new();
+    let mut observe = |state: &ClusterState| observed(&convert_cached(state, &options, &mut cache));
+    let first = observe(&one_cpu);
+    assert_eq!(
+        first.requeues(&observe(&one_cpu)),
+        BTreeSet::new(),
+        "the same object"
+    );
+    assert_eq!(
+        first.requeues(&observe(&less)),
+        cq,
+        "replaced by one using less"
+    );
+
+    // What the cycle admitted, before any pass shows it.
+    let shown = observed(&convert(&one_cpu, &options));
+    let admission = convert(&one_cpu, &options).holders[0]
+        .workload
+        .admission
+        .clone()
+        .expect("held");
+    let mut noted = observed(&convert(&none, &options));
+    noted.note_admissions(&[Decision::Admit {
+        workload: "ns/a".to_owned(),
+        admission,
+    }]);
+    assert_eq!(noted.requeues(&shown), BTreeSet::new(), "shown as admitted");
+    assert_eq!(noted.requeues(&observed(&convert(&less, &options))), cq);
+    assert_eq!(
+        noted.requeues(&observed(&convert(&none, &options))),
+        cq,
+        "finished unseen"
     );
 }
 
