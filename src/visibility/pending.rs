@@ -246,7 +246,7 @@ fn item(entry: &Entry, cluster_position: usize, local_position: usize) -> Pendin
             ..ObjectMeta::default()
         },
         priority: entry.workload.priority,
-        local_queue_name: entry.local_queue.name.clone(),
+        local_queue_name: entry.local_queue.name.to_string(),
         position_in_cluster_queue: i32::try_from(cluster_position).unwrap_or(i32::MAX),
         position_in_local_queue: i32::try_from(local_position).unwrap_or(i32::MAX),
     }

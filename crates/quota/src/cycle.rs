@@ -474,7 +474,7 @@ impl Round<'_> {
         // looking for more victims on top of them.
         if targets
             .iter()
-            .any(|target| self.work.claimed.contains(&target.workload.workload.key))
+            .any(|target| self.work.claimed.contains(&target.workload.key))
         {
             self.skip(
                 workload,
@@ -514,7 +514,7 @@ impl Round<'_> {
             self.work.claimed.extend(
                 targets
                     .iter()
-                    .map(|target| target.workload.workload.key.clone()),
+                    .map(|target| Arc::clone(&target.workload.key)),
             );
             self.preempting.insert(cq);
             self.decisions.push(Decision::Preempt {

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use foldhash::HashMapExt;
 use jiff::Timestamp;
 
 use super::model::{
@@ -164,7 +165,7 @@ pub(super) struct ClusterQueueNode {
     pub(super) spec: Arc<ClusterQueue>,
     pub(super) node: ResourceNode,
     /// Keys of the admitted workloads.
-    pub(super) workloads: BTreeSet<String>,
+    pub(super) workloads: BTreeSet<Arc<str>>,
     pub(super) inactive: Option<Inactive>,
 }
 
@@ -180,6 +181,9 @@ pub(super) struct CohortNode {
 /// An admitted workload and the usage it holds.
 #[derive(Debug)]
 pub(super) struct AdmittedWorkload {
+    /// The workload's key, shared by the snapshot's maps: the cycle clones the snapshot and
+    /// its preemption search takes workloads out and puts them back, without copying keys.
+    pub(super) key: Arc<str>,
     pub(super) workload: Arc<Workload>,
     pub(super) cq: usize,
     pub(super) usage: BTreeMap<FlavorResource, Quantity>,
@@ -199,10 +203,11 @@ pub struct Snapshot {
     pub(super) cq_index: Arc<BTreeMap<String, usize>>,
     pub(super) cohorts: Vec<CohortNode>,
     pub(super) cohort_index: Arc<BTreeMap<String, usize>>,
-    pub(super) workloads: BTreeMap<String, Arc<AdmittedWorkload>>,
+    /// By key; hashed, since it is only looked up (the ClusterQueues' sets keep the order).
+    pub(super) workloads: foldhash::HashMap<Arc<str>, Arc<AdmittedWorkload>>,
     /// Victims of preemptions decided in the current cycle: they still hold their quota until
     /// they are gone, but no other preemptor may count on them.
-    pub(super) claimed: BTreeSet<String>,
+    pub(super) claimed: BTreeSet<Arc<str>>,
     /// Free capacity of each topology-aware flavor the caller knows the nodes of, less what
     /// admitted workloads' topology assignments take.
     pub(super) topologies: BTreeMap<String, TopologyCapacity>,
@@ -388,7 +393,7 @@ impl SnapshotBuilder {
             });
         }
 
-        let mut admitted = BTreeMap::new();
+        let mut admitted = foldhash::HashMap::with_capacity(workloads.len());
         for workload in workloads {
             let Some(admission) = &workload.admission else {
                 continue;
@@ -396,18 +401,20 @@ impl SnapshotBuilder {
             let Some(&cq) = cq_index.get(&admission.cluster_queue) else {
                 continue;
             };
-            if admitted.contains_key(&workload.key) {
+            if admitted.contains_key(workload.key.as_str()) {
                 continue;
             }
+            let key: Arc<str> = Arc::from(workload.key.as_str());
             let usage = admission.usage();
             for (fr, quantity) in &usage {
                 cqs[cq].node.add(fr, *quantity);
             }
             take_topology(&mut topologies, &workload, admission);
-            cqs[cq].workloads.insert(workload.key.clone());
+            cqs[cq].workloads.insert(Arc::clone(&key));
             admitted.insert(
-                workload.key.clone(),
+                Arc::clone(&key),
                 Arc::new(AdmittedWorkload {
+                    key,
                     workload,
                     cq,
                     usage,
@@ -752,10 +759,8 @@ impl Snapshot {
 
     /// Takes an admitted workload out of its queue, releasing its usage.
     pub(super) fn remove_workload(&mut self, workload: &Arc<AdmittedWorkload>) {
-        self.cqs[workload.cq]
-            .workloads
-            .remove(&workload.workload.key);
-        self.workloads.remove(&workload.workload.key);
+        self.cqs[workload.cq].workloads.remove(&workload.key);
+        self.workloads.remove(&workload.key);
         self.remove_cq_usage(workload.cq, &workload.usage);
     }
 
@@ -763,9 +768,9 @@ impl Snapshot {
     pub(super) fn add_workload(&mut self, workload: &Arc<AdmittedWorkload>) {
         self.cqs[workload.cq]
             .workloads
-            .insert(workload.workload.key.clone());
+            .insert(Arc::clone(&workload.key));
         self.workloads
-            .insert(workload.workload.key.clone(), Arc::clone(workload));
+            .insert(Arc::clone(&workload.key), Arc::clone(workload));
         self.add_cq_usage(workload.cq, &workload.usage);
     }
 

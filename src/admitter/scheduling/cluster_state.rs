@@ -84,21 +84,22 @@ impl ClusterState {
     }
 }
 
-/// A LocalQueue by namespace and name.
+/// A LocalQueue by namespace and name. The names are shared: every workload of a pass that
+/// names an existing LocalQueue holds a copy of that queue's reference.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LocalQueueRef {
     /// Namespace.
-    pub namespace: String,
+    pub namespace: Arc<str>,
     /// Name.
-    pub name: String,
+    pub name: Arc<str>,
 }
 
 impl LocalQueueRef {
     /// A reference from borrowed names.
     pub fn new(namespace: &str, name: &str) -> Self {
         Self {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
+            namespace: namespace.into(),
+            name: name.into(),
         }
     }
 }
@@ -290,6 +291,9 @@ fn topology_capacities(
 pub struct ConversionCache {
     entries: foldhash::HashMap<usize, CachedWorkload>,
     capacities: CachedCapacities,
+    /// How many workloads the previous conversion found pending and holding quota: this one's
+    /// lists are sized from them rather than grown (and copied) a dozen times per pass.
+    lengths: (usize, usize),
 }
 
 /// Topology capacities and the objects they were worked out from, held (so that none is freed
@@ -457,13 +461,14 @@ pub fn convert_cached(
             .push(LimitRange::clone(range));
     }
     // By borrowed names: looked up for every workload of every pass.
-    let local_queues: foldhash::HashMap<(&str, &str), &api::LocalQueue> = state
+    let local_queues: foldhash::HashMap<(&str, &str), (LocalQueueRef, &api::LocalQueue)> = state
         .local_queues
         .iter()
         .map(|queue| {
             let namespace = queue.metadata.namespace.as_deref().unwrap_or_default();
             let name = queue.metadata.name.as_deref().unwrap_or_default();
-            ((namespace, name), queue.as_ref())
+            let reference = LocalQueueRef::new(namespace, name);
+            ((namespace, name), (reference, queue.as_ref()))
         })
         .collect();
 
@@ -498,6 +503,8 @@ pub fn convert_cached(
                 cq
             })
             .collect(),
+        pending: Vec::with_capacity(cache.lengths.0),
+        holders: Vec::with_capacity(cache.lengths.1),
         ..Converted::default()
     };
 
@@ -555,10 +562,15 @@ pub fn convert_cached(
             fingerprint,
         };
         let queue_name = object.spec.queue_name.as_deref();
-        let queue_object = queue_name.and_then(|name| local_queues.get(&(namespace, name)));
-        let local_queue = queue_name.map(|name| LocalQueueRef::new(namespace, name));
-        if let Some(requeue) = requeue_step(object, queue_object.copied(), &stopped_cluster_queues)
-        {
+        let known = queue_name.and_then(|name| local_queues.get(&(namespace, name)));
+        let queue_object = known.map(|(_, queue)| *queue);
+        let local_queue = queue_name.map(|name| {
+            known.map_or_else(
+                || LocalQueueRef::new(namespace, name),
+                |(reference, _)| reference.clone(),
+            )
+        });
+        if let Some(requeue) = requeue_step(object, queue_object, &stopped_cluster_queues) {
             converted.requeues.push((key.to_string(), requeue));
         }
         match placement {
@@ -656,6 +668,7 @@ pub fn convert_cached(
         }
     }
     cache.entries = next_cache;
+    cache.lengths = (converted.pending.len(), converted.holders.len());
     converted
 }
 

@@ -95,7 +95,7 @@ pub fn pending_by_local_queue(
     for unqueued in &converted.unqueued {
         let local_queue = &unqueued.local_queue;
         pending
-            .entry((local_queue.namespace.as_str(), local_queue.name.as_str()))
+            .entry((&*local_queue.namespace, &*local_queue.name))
             .or_default()
             .inadmissible += 1;
     }

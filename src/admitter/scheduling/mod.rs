@@ -677,7 +677,8 @@ impl Scheduler {
                 pending: pending_per_queue.get(&reference).copied().unwrap_or(0),
             };
             let status = queue_status::local_queue_status(local_queue, &facts, now);
-            if exposed_local_queues.contains(&(reference.namespace.clone(), reference.name.clone()))
+            if exposed_local_queues
+                .contains(&(reference.namespace.to_string(), reference.name.to_string()))
             {
                 let pending = pending_for_metrics
                     .get(&reference)
