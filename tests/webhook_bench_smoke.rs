@@ -18,6 +18,7 @@ fn the_webhook_bench_measures_kuota_and_kueue_at_every_concurrency_in_every_roun
         warm_up: Duration::from_millis(200),
         startup_runs: 1,
         rounds: 2,
+        servers: vec![Server::Kuota, Server::Kueue],
     };
     let report = tokio::runtime::Runtime::new()
         .unwrap()

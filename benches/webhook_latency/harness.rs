@@ -48,6 +48,8 @@ pub struct Options {
     /// Rounds of rows: each round measures every row of Kuota, then every row of Kueue, so
     /// that a slow spell of the machine falls on both sides across the rounds.
     pub rounds: usize,
+    /// The servers measured (both unless `--only` names one).
+    pub servers: Vec<Server>,
 }
 
 /// Clients (connections) at once, per row.
@@ -263,6 +265,9 @@ impl Report {
             }
             out.push('\n');
         }
+        if self.startups.is_empty() {
+            return out;
+        }
         out.push_str("\nProcess start to `/readyz` 200 (Kuota):\n\n");
         out.push_str("| mode | runs | min ms | median ms | max ms |\n|---|---:|---:|---:|---:|\n");
         for (mode, times) in &self.startups {
@@ -336,57 +341,64 @@ async fn run_on(
     install_crds(plane).await?;
     create_queues(plane).await?;
 
-    eprintln!("measuring start-up…");
     let mut startups = Vec::new();
-    // Internal certificates first: no webhook configurations exist yet, as on a fresh install
-    // before they are applied. The first run creates the Secret, the others find it.
-    let internal = startup_runs(plane, kuota_binary, Mode::InternalCerts, options).await?;
-    startups.push((
-        "internal certificates, Secret created on start",
-        internal[..1].to_vec(),
-    ));
-    if internal.len() > 1 {
+    if options.servers.contains(&Server::Kuota) && options.startup_runs > 0 {
+        eprintln!("measuring start-up…");
+        // Internal certificates first: no webhook configurations exist yet, as on a fresh
+        // install before they are applied. The first run creates the Secret, the others find it.
+        let internal = startup_runs(plane, kuota_binary, Mode::InternalCerts, options).await?;
         startups.push((
-            "internal certificates, Secret exists",
-            internal[1..].to_vec(),
+            "internal certificates, Secret created on start",
+            internal[..1].to_vec(),
+        ));
+        if internal.len() > 1 {
+            startups.push((
+                "internal certificates, Secret exists",
+                internal[1..].to_vec(),
+            ));
+        }
+        startups.push((
+            "out of cluster (`--webhook-url`, registers configurations and CRD conversion first)",
+            startup_runs(plane, kuota_binary, Mode::OutOfCluster, options).await?,
         ));
     }
-    startups.push((
-        "out of cluster (`--webhook-url`, registers configurations and CRD conversion first)",
-        startup_runs(plane, kuota_binary, Mode::OutOfCluster, options).await?,
-    ));
 
     let mut rows = Vec::new();
     let mut kuota_starts = Vec::new();
     for _ in 0..options.rounds {
-        let started = Instant::now();
-        let kuota = plane.start_kuota(kuota_binary, &[]).await?;
-        kuota_starts.push(started.elapsed());
-        let measured = async {
-            let pid = kuota.process.pid().ok_or("kuota has no pid")?;
-            let (base_url, ca_pem) = registered_webhook(plane).await?;
-            measure(Server::Kuota, pid, &base_url, &ca_pem, options).await
+        if options.servers.contains(&Server::Kuota) {
+            let started = Instant::now();
+            let kuota = plane.start_kuota(kuota_binary, &[]).await?;
+            kuota_starts.push(started.elapsed());
+            let measured = async {
+                let pid = kuota.process.pid().ok_or("kuota has no pid")?;
+                let (base_url, ca_pem) = registered_webhook(plane).await?;
+                measure(Server::Kuota, pid, &base_url, &ca_pem, options).await
+            }
+            .await;
+            kuota.process.stop(Duration::from_secs(10));
+            rows.extend(measured?);
+            // Kuota's configurations, left behind, would send Kueue's own writes to a server
+            // that is gone.
+            remove_webhook_configurations(plane).await?;
         }
-        .await;
-        kuota.process.stop(Duration::from_secs(10));
-        rows.extend(measured?);
-        // Kuota's configurations, left behind, would send Kueue's own writes to a server that
-        // is gone.
-        remove_webhook_configurations(plane).await?;
-
-        let kueue = KueueManager::start(plane, kueue_binary).await?;
-        let measured = async {
-            let pid = kueue.process.pid().ok_or("Kueue's manager has no pid")?;
-            measure(Server::Kueue, pid, &kueue.base_url, &kueue.ca_pem, options).await
+        if options.servers.contains(&Server::Kueue) {
+            let kueue = KueueManager::start(plane, kueue_binary).await?;
+            let measured = async {
+                let pid = kueue.process.pid().ok_or("Kueue's manager has no pid")?;
+                measure(Server::Kueue, pid, &kueue.base_url, &kueue.ca_pem, options).await
+            }
+            .await;
+            kueue.process.stop(Duration::from_secs(10));
+            rows.extend(measured?);
         }
-        .await;
-        kueue.process.stop(Duration::from_secs(10));
-        rows.extend(measured?);
     }
-    startups.push((
-        "out of cluster, `ControlPlane::start_kuota` (polls every 50 ms)",
-        kuota_starts,
-    ));
+    if !kuota_starts.is_empty() {
+        startups.push((
+            "out of cluster, `ControlPlane::start_kuota` (polls every 50 ms)",
+            kuota_starts,
+        ));
+    }
 
     Ok(Report {
         startups,
