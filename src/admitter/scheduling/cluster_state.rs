@@ -291,6 +291,14 @@ fn topology_capacities(
 pub struct ConversionCache {
     entries: foldhash::HashMap<usize, CachedWorkload>,
     capacities: CachedCapacities,
+    /// Each namespace's labels as the workloads converted lately share them, kept while they
+    /// stay the same so that workloads converted in different passes share them too.
+    namespace_labels: foldhash::HashMap<String, Arc<BTreeMap<String, String>>>,
+    /// The PodSets of pending workloads, one `Arc` per distinct value held by some workload:
+    /// workloads made from one template share theirs, and the queues, which look every
+    /// popped workload's shape up among the shapes that failed, compare them by address
+    /// instead of by every name and request.
+    pod_sets: foldhash::HashSet<SharedPodSets>,
     /// How many workloads the previous conversion found pending and holding quota: this one's
     /// lists are sized from them rather than grown (and copied) a dozen times per pass.
     lengths: (usize, usize),
@@ -362,6 +370,37 @@ fn address(object: &Arc<api::Workload>) -> usize {
     Arc::as_ptr(object).addr()
 }
 
+/// PodSets hashed by their numbers alone (counts and requests), which set most shapes apart
+/// without hashing their strings; equal by value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct SharedPodSets(Arc<[model::PodSet]>);
+
+impl std::hash::Hash for SharedPodSets {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        for pod_set in self.0.iter() {
+            pod_set.count.hash(state);
+            pod_set.min_count.hash(state);
+            for quantity in pod_set.requests.values() {
+                quantity.hash(state);
+            }
+        }
+    }
+}
+
+/// Replaces `pod_sets` with the equal ones `shared` holds, or makes them the shared ones.
+fn share_pod_sets(
+    shared: &mut foldhash::HashSet<SharedPodSets>,
+    pod_sets: &mut Arc<[model::PodSet]>,
+) {
+    let candidate = SharedPodSets(Arc::clone(pod_sets));
+    match shared.get(&candidate) {
+        Some(held) => *pod_sets = Arc::clone(&held.0),
+        None => {
+            shared.insert(candidate);
+        }
+    }
+}
+
 impl ConversionCache {
     /// An empty cache.
     pub fn new() -> Self {
@@ -373,7 +412,10 @@ impl ConversionCache {
     /// pointed at its LocalQueue's ClusterQueue, so that the next round shares it as is.
     fn get(
         cached: Option<CachedWorkload>,
-        next: &mut foldhash::HashMap<usize, CachedWorkload>,
+        (next, shared_pod_sets): (
+            &mut foldhash::HashMap<usize, CachedWorkload>,
+            &mut foldhash::HashSet<SharedPodSets>,
+        ),
         key: &Arc<str>,
         object: &Arc<api::Workload>,
         context: &WorkloadContext<'_>,
@@ -388,9 +430,12 @@ impl ConversionCache {
             object: Arc::downgrade(object),
             key: Arc::clone(key),
             context: context.fingerprint,
-            workload: from_api::workload(object, &context.inputs).map(|workload| {
+            workload: from_api::workload(object, &context.inputs).map(|mut workload| {
                 Arc::new(match role {
-                    Role::Pending { .. } => workload,
+                    Role::Pending { .. } => {
+                        share_pod_sets(shared_pod_sets, &mut workload.pod_sets);
+                        workload
+                    }
                     Role::Holder(admission) => holding(workload, object, admission),
                 })
             }),
@@ -451,7 +496,14 @@ pub fn convert_cached(
     let namespace_labels: foldhash::HashMap<String, Arc<BTreeMap<String, String>>> = state
         .namespaces
         .iter()
-        .map(|namespace| (namespace.name_any(), Arc::new(namespace.labels().clone())))
+        .map(|namespace| {
+            let name = namespace.name_any();
+            let labels = match cache.namespace_labels.get(&name) {
+                Some(held) if **held == *namespace.labels() => Arc::clone(held),
+                _ => Arc::new(namespace.labels().clone()),
+            };
+            (name, labels)
+        })
         .collect();
     let mut limit_ranges: BTreeMap<String, Vec<LimitRange>> = BTreeMap::new();
     for range in &state.limit_ranges {
@@ -579,7 +631,7 @@ pub fn convert_cached(
                 let role = Role::Holder(admission);
                 let workload = match ConversionCache::get(
                     cached,
-                    &mut next_cache,
+                    (&mut next_cache, &mut cache.pod_sets),
                     &key,
                     object,
                     &context,
@@ -644,7 +696,7 @@ pub fn convert_cached(
                     .unwrap_or_default();
                 match ConversionCache::get(
                     cached,
-                    &mut next_cache,
+                    (&mut next_cache, &mut cache.pod_sets),
                     &key,
                     object,
                     &context,
@@ -669,6 +721,11 @@ pub fn convert_cached(
     }
     cache.entries = next_cache;
     cache.lengths = (converted.pending.len(), converted.holders.len());
+    cache.namespace_labels = namespace_labels;
+    // PodSets no workload holds any more.
+    cache
+        .pod_sets
+        .retain(|shared| Arc::strong_count(&shared.0) > 1);
     converted
 }
 

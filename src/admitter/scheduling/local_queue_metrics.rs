@@ -76,22 +76,34 @@ pub fn pending_by_local_queue(
 ) -> BTreeMap<LocalQueueRef, PendingCounts> {
     // Counted by (namespace, LocalQueue name) from a walk of the queues, hashed: thousands
     // wait in a few LocalQueues, and looking each one up in the queues cost most of a pass's
-    // metrics.
+    // metrics. A queue's workloads mostly come from one LocalQueue, so a run of the same
+    // LocalQueue is counted before it is hashed once.
     let mut pending: foldhash::HashMap<(&str, &str), PendingCounts> = foldhash::HashMap::default();
+    let mut run: Option<(&str, &str)> = None;
+    let mut run_counts = PendingCounts::default();
     queues.for_each_pending(|workload, parked| {
         let namespace = workload
             .key
             .split_once('/')
             .map_or("", |(namespace, _)| namespace);
-        let counts = pending
-            .entry((namespace, workload.local_queue.as_str()))
-            .or_default();
+        let local_queue = (namespace, workload.local_queue.as_str());
+        if run != Some(local_queue)
+            && let Some(ended) = run.replace(local_queue)
+        {
+            add(
+                pending.entry(ended).or_default(),
+                std::mem::take(&mut run_counts),
+            );
+        }
         if parked {
-            counts.inadmissible += 1;
+            run_counts.inadmissible += 1;
         } else {
-            counts.active += 1;
+            run_counts.active += 1;
         }
     });
+    if let Some(ended) = run {
+        add(pending.entry(ended).or_default(), run_counts);
+    }
     for unqueued in &converted.unqueued {
         let local_queue = &unqueued.local_queue;
         pending
@@ -103,6 +115,11 @@ pub fn pending_by_local_queue(
         .into_iter()
         .map(|((namespace, name), counts)| (LocalQueueRef::new(namespace, name), counts))
         .collect()
+}
+
+fn add(total: &mut PendingCounts, counts: PendingCounts) {
+    total.active += counts.active;
+    total.inadmissible += counts.inadmissible;
 }
 
 /// A LocalQueue's gauges from its new status, its ClusterQueue (and whether that is active),
@@ -252,11 +269,21 @@ mod tests {
         let first = waiting("ns/first", "lq");
         let second = waiting("ns/second", "lq");
         let elsewhere = waiting("team/third", "lq");
-        for queued in [&first, &second, &elsewhere] {
+        // Queued after `elsewhere`: its LocalQueue's count resumes after another's.
+        let mut later = waiting("ns/later", "lq");
+        Arc::make_mut(&mut later.workload).queue_timestamp =
+            jiff::Timestamp::UNIX_EPOCH + jiff::SignedDuration::from_secs(1);
+        for queued in [&first, &second, &elsewhere, &later] {
             queues.push(Arc::clone(&queued.workload));
         }
         let converted = Converted {
-            pending: vec![first, second, elsewhere, waiting("ns/admitted", "lq")],
+            pending: vec![
+                first,
+                second,
+                elsewhere,
+                later,
+                waiting("ns/admitted", "lq"),
+            ],
             unqueued: vec![Unqueued {
                 workload: "ns/stopped".to_owned(),
                 local_queue: LocalQueueRef::new("ns", "stopped"),
@@ -271,7 +298,7 @@ mod tests {
                 (
                     LocalQueueRef::new("ns", "lq"),
                     PendingCounts {
-                        active: 2,
+                        active: 3,
                         inadmissible: 0
                     }
                 ),

@@ -126,6 +126,14 @@ struct Scheduler {
     handled_verdicts: HandledVerdicts,
     /// When the first admitted workload's maximum execution time runs out.
     next_execution_deadline: Option<Timestamp>,
+    /// The admission attempts of the pass under way.
+    attempts: AttemptCounts,
+}
+
+#[derive(Debug, Default)]
+struct AttemptCounts {
+    success: u64,
+    inadmissible: u64,
 }
 
 impl Scheduler {
@@ -150,6 +158,7 @@ impl Scheduler {
             pending_budget: PendingBudget::default(),
             handled_verdicts: HandledVerdicts::default(),
             next_execution_deadline: None,
+            attempts: AttemptCounts::default(),
         }
     }
 
@@ -332,6 +341,7 @@ impl Scheduler {
         for decision in decisions {
             self.decide(decision, &context);
         }
+        self.count_attempts();
         for unqueued in &converted.unqueued {
             let Some(object) = objects.get(unqueued.workload.as_str()) else {
                 continue;
@@ -403,20 +413,35 @@ impl Scheduler {
             self.dispatcher.dispatch(key.clone(), update);
         }
         self.next_execution_deadline = running.iter().map(|(_, deadline)| deadline.at).min();
-        self.handled_verdicts
-            .retain(|key| objects.contains_key(key));
+        // The verdicts of deleted workloads only take memory (a workload made again under the
+        // same name has another resourceVersion), so they go once they are as many as the
+        // workloads, not with a lookup per verdict every pass.
+        if self.handled_verdicts.count() > objects.len() * 2 + 64 {
+            self.handled_verdicts
+                .retain(|key| objects.contains_key(key));
+        }
         self.publish_statuses(&state, &converted, &snapshot, &exposed, now);
         admitted
     }
 
-    fn attempt(&self, result: &'static str) {
-        self.metrics
-            .admission_attempts
-            .get_or_create(&AttemptLabels {
-                result,
-                replica_role: self.role,
-            })
-            .inc();
+    /// Adds the pass's attempts to `kueue_admission_attempts_total`, once per result rather
+    /// than once per decision: a pass can decide on thousands of waiting workloads.
+    fn count_attempts(&mut self) {
+        let attempts = std::mem::take(&mut self.attempts);
+        for (result, count) in [
+            ("success", attempts.success),
+            ("inadmissible", attempts.inadmissible),
+        ] {
+            if count > 0 {
+                self.metrics
+                    .admission_attempts
+                    .get_or_create(&AttemptLabels {
+                        result,
+                        replica_role: self.role,
+                    })
+                    .inc_by(count);
+            }
+        }
     }
 
     fn decide(&mut self, decision: Decision, context: &CycleContext<'_>) {
@@ -428,7 +453,7 @@ impl Scheduler {
                 let Some(pending) = context.pending.get(key.as_str()) else {
                     return;
                 };
-                self.attempt("success");
+                self.attempts.success += 1;
                 self.pending_budget.forget(&key);
                 self.handled_verdicts.forget(&key);
                 let generation = context
@@ -466,7 +491,7 @@ impl Scheduler {
                 reason,
                 message,
             } => {
-                self.attempt("inadmissible");
+                self.attempts.inadmissible += 1;
                 self.write_pending_decision(&key, reason, &message, context);
             }
             Decision::Preempt {
@@ -475,7 +500,7 @@ impl Scheduler {
                 reason,
                 message,
             } => {
-                self.attempt("inadmissible");
+                self.attempts.inadmissible += 1;
                 if let Some(pending) = context.pending.get(key.as_str()) {
                     let preemptor = Preemptor {
                         key: key.clone(),

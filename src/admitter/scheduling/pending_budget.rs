@@ -90,6 +90,11 @@ impl HandledVerdicts {
         self.last.remove(key);
     }
 
+    /// How many verdicts are held.
+    pub fn count(&self) -> usize {
+        self.last.len()
+    }
+
     /// Keeps the verdicts of the workloads `keep` keeps.
     pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
         self.last.retain(|key, _| keep(key));

@@ -680,6 +680,51 @@ fn cached_conversions_follow_what_they_read() {
 }
 
 #[test]
+fn equal_pod_sets_and_namespace_labels_are_shared_across_passes_while_held() {
+    let mut state = state();
+    let object = |name: &str, cpu: &str| {
+        Arc::new(
+            workload("team-a", name)
+                .queue("lq")
+                .pod_set("main", 1, json!({"cpu": cpu}))
+                .build(),
+        )
+    };
+    let options = ConversionOptions::default();
+    let mut cache = ConversionCache::new();
+    state.workloads = vec![object("first", "1")];
+    let first = convert_cached(&state, &options, &mut cache);
+    // Arrives a pass later, from the same template, with a namespace the store sent again.
+    state.workloads.push(object("second", "1"));
+    state.namespaces = vec![Arc::new(namespace("team-a", json!({"team": "a"})))];
+    let both = convert_cached(&state, &options, &mut cache);
+    let (held, arrived) = (&first.pending[0].workload, &both.pending[1].workload);
+    assert_eq!(arrived.key, "team-a/second");
+    assert!(Arc::ptr_eq(&held.pod_sets, &arrived.pod_sets));
+    assert!(Arc::ptr_eq(
+        &held.namespace_labels,
+        &arrived.namespace_labels
+    ));
+    assert_eq!(arrived, &convert(&state, &options).pending[1].workload);
+
+    // Different requests are not shared, and PodSets no workload holds any more are let go.
+    state.workloads = vec![object("third", "2")];
+    let other = convert_cached(&state, &options, &mut cache);
+    assert!(!Arc::ptr_eq(
+        &held.pod_sets,
+        &other.pending[0].workload.pod_sets
+    ));
+    assert_eq!(
+        cache.pod_sets.len(),
+        2,
+        "the passes above still hold the first"
+    );
+    drop((first, both));
+    convert_cached(&state, &options, &mut cache);
+    assert_eq!(cache.pod_sets.len(), 1);
+}
+
+#[test]
 fn cached_quota_holders_are_shared_until_their_object_changes() {
     let mut state = state();
     let holder = |version: &str, cpu: &str| {
