@@ -126,10 +126,9 @@ struct Scheduler {
     handled_verdicts: HandledVerdicts,
     /// When the first admitted workload's maximum execution time runs out.
     next_execution_deadline: Option<Timestamp>,
-    /// The admission attempts of the pass under way.
-    attempts: AttemptCounts,
 }
 
+/// A pass's admission attempts by result.
 #[derive(Debug, Default)]
 struct AttemptCounts {
     success: u64,
@@ -158,7 +157,6 @@ impl Scheduler {
             pending_budget: PendingBudget::default(),
             handled_verdicts: HandledVerdicts::default(),
             next_execution_deadline: None,
-            attempts: AttemptCounts::default(),
         }
     }
 
@@ -338,10 +336,11 @@ impl Scheduler {
         let admitted = decisions
             .iter()
             .any(|decision| matches!(decision, Decision::Admit { .. }));
+        let mut attempts = AttemptCounts::default();
         for decision in decisions {
-            self.decide(decision, &context);
+            self.decide(decision, &context, &mut attempts);
         }
-        self.count_attempts();
+        self.count_attempts(attempts);
         for unqueued in &converted.unqueued {
             let Some(object) = objects.get(unqueued.workload.as_str()) else {
                 continue;
@@ -414,8 +413,8 @@ impl Scheduler {
         }
         self.next_execution_deadline = running.iter().map(|(_, deadline)| deadline.at).min();
         // The verdicts of deleted workloads only take memory (a workload made again under the
-        // same name has another resourceVersion), so they go once they are as many as the
-        // workloads, not with a lookup per verdict every pass.
+        // same name has another resourceVersion), so they go once the verdicts outnumber the
+        // workloads twice over, not with a lookup per verdict every pass.
         if self.handled_verdicts.count() > objects.len() * 2 + 64 {
             self.handled_verdicts
                 .retain(|key| objects.contains_key(key));
@@ -426,8 +425,7 @@ impl Scheduler {
 
     /// Adds the pass's attempts to `kueue_admission_attempts_total`, once per result rather
     /// than once per decision: a pass can decide on thousands of waiting workloads.
-    fn count_attempts(&mut self) {
-        let attempts = std::mem::take(&mut self.attempts);
+    fn count_attempts(&self, attempts: AttemptCounts) {
         for (result, count) in [
             ("success", attempts.success),
             ("inadmissible", attempts.inadmissible),
@@ -444,7 +442,12 @@ impl Scheduler {
         }
     }
 
-    fn decide(&mut self, decision: Decision, context: &CycleContext<'_>) {
+    fn decide(
+        &mut self,
+        decision: Decision,
+        context: &CycleContext<'_>,
+        attempts: &mut AttemptCounts,
+    ) {
         match decision {
             Decision::Admit {
                 workload: key,
@@ -453,7 +456,7 @@ impl Scheduler {
                 let Some(pending) = context.pending.get(key.as_str()) else {
                     return;
                 };
-                self.attempts.success += 1;
+                attempts.success += 1;
                 self.pending_budget.forget(&key);
                 self.handled_verdicts.forget(&key);
                 let generation = context
@@ -491,7 +494,7 @@ impl Scheduler {
                 reason,
                 message,
             } => {
-                self.attempts.inadmissible += 1;
+                attempts.inadmissible += 1;
                 self.write_pending_decision(&key, reason, &message, context);
             }
             Decision::Preempt {
@@ -500,7 +503,7 @@ impl Scheduler {
                 reason,
                 message,
             } => {
-                self.attempts.inadmissible += 1;
+                attempts.inadmissible += 1;
                 if let Some(pending) = context.pending.get(key.as_str()) {
                     let preemptor = Preemptor {
                         key: key.clone(),
