@@ -468,6 +468,20 @@ impl Cohort {
 
 // === Workloads ===
 
+/// Hashes the numbers of `pod_sets` alone (counts and requests): they set most differing
+/// PodSets apart, and hashing their strings (names, resource names, selectors) would cost far
+/// more. PodSets that differ only in strings share a hash and are told apart by `Eq`.
+pub fn hash_pod_set_numbers<H: std::hash::Hasher>(pod_sets: &[PodSet], state: &mut H) {
+    use std::hash::Hash;
+    for pod_set in pod_sets {
+        pod_set.count.hash(state);
+        pod_set.min_count.hash(state);
+        for quantity in pod_set.requests.values() {
+            quantity.hash(state);
+        }
+    }
+}
+
 /// A group of identical pods of a workload.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PodSet {

@@ -14,7 +14,7 @@ use foldhash::{HashMap, HashSet};
 use jiff::Timestamp;
 
 use super::decision::PendingReason;
-use super::model::{FlavorResource, PodSet, Quantity, Workload};
+use super::model::{FlavorResource, PodSet, Quantity, Workload, hash_pod_set_numbers};
 use super::snapshot::Snapshot;
 
 /// Which parked workloads to retry.
@@ -137,13 +137,7 @@ impl std::hash::Hash for Shape {
         self.priority.hash(state);
         self.namespace_labels.len().hash(state);
         self.pod_sets.len().hash(state);
-        for pod_set in self.pod_sets.iter() {
-            pod_set.count.hash(state);
-            pod_set.min_count.hash(state);
-            for quantity in pod_set.requests.values() {
-                quantity.hash(state);
-            }
-        }
+        hash_pod_set_numbers(&self.pod_sets, state);
     }
 }
 

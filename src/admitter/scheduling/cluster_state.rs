@@ -370,20 +370,13 @@ fn address(object: &Arc<api::Workload>) -> usize {
     Arc::as_ptr(object).addr()
 }
 
-/// PodSets hashed by their numbers alone (counts and requests), which set most shapes apart
-/// without hashing their strings; equal by value.
+/// PodSets hashed by their numbers alone, as the queues hash shapes; equal by value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct SharedPodSets(Arc<[model::PodSet]>);
 
 impl std::hash::Hash for SharedPodSets {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        for pod_set in self.0.iter() {
-            pod_set.count.hash(state);
-            pod_set.min_count.hash(state);
-            for quantity in pod_set.requests.values() {
-                quantity.hash(state);
-            }
-        }
+        model::hash_pod_set_numbers(&self.0, state);
     }
 }
 
