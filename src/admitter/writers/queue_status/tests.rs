@@ -386,3 +386,72 @@ fn status_patches_are_skipped_when_nothing_changed() {
         Some(json!({"status": {"pendingWorkloads": 1, "admittedWorkloads": 1}}))
     );
 }
+
+#[tokio::test]
+async fn a_round_writes_the_desired_statuses_as_they_stand_at_each_queues_turn() {
+    let pending = |count| api::ClusterQueueStatus {
+        pending_workloads: count,
+        ..Default::default()
+    };
+    let local_queue = LocalQueueRef::new("ns", "lq");
+    let (statuses, desired) = watch::channel(DesiredStatuses {
+        cluster_queues: BTreeMap::from([
+            ("a".to_owned(), pending(1)),
+            ("b".to_owned(), pending(1)),
+            ("c".to_owned(), pending(1)),
+        ]),
+        local_queues: BTreeMap::from([(
+            local_queue.clone(),
+            api::LocalQueueStatus {
+                pending_workloads: 1,
+                ..Default::default()
+            },
+        )]),
+    });
+    let cluster = |name: &str| QueueName::Cluster(name.to_owned());
+    let local = QueueName::Local(local_queue);
+    let queues = round_order(&desired.borrow());
+    assert_eq!(
+        queues,
+        [cluster("a"), cluster("b"), cluster("c"), local.clone()],
+        "ClusterQueues first"
+    );
+
+    let mut written = Vec::new();
+    let all_written = write_round(
+        queues,
+        &desired,
+        |queue, statuses| match queue {
+            QueueName::Cluster(name) => statuses
+                .cluster_queues
+                .get(name)
+                .map(|status| json!(status.pending_workloads)),
+            QueueName::Local(queue) => statuses
+                .local_queues
+                .get(queue)
+                .map(|status| json!(status.pending_workloads)),
+        },
+        |queue, patch| {
+            // While the first queue is written, a pass changes the second and drops the third.
+            if queue == cluster("a") {
+                statuses.send_modify(|statuses| {
+                    statuses.cluster_queues.insert("b".to_owned(), pending(2));
+                    statuses.cluster_queues.remove("c");
+                });
+            }
+            let succeeded = !matches!(queue, QueueName::Local(_));
+            written.push((queue, patch));
+            std::future::ready(succeeded)
+        },
+    )
+    .await;
+    assert_eq!(
+        written,
+        [
+            (cluster("a"), json!(1)),
+            (cluster("b"), json!(2)),
+            (local, json!(1)),
+        ]
+    );
+    assert!(!all_written, "the LocalQueue's write failed");
+}
