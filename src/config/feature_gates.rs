@@ -2,8 +2,8 @@
 //! `pkg/features/kube_features.go` at v0.20.0-devel), set from `Configuration.featureGates` or the
 //! `--feature-gates` flag, never both.
 //!
-//! All of Kueue's names are accepted so that a Kueue configuration loads unchanged; gates for
-//! behaviour Kuota does not implement are accepted and have no effect. Kueue's binary also knows
+//! All of Kueue's names are accepted so that a Kueue configuration loads unchanged; a gate set to
+//! a value Kuota does not act on is accepted with a warning naming it. Kueue's binary also knows
 //! the Kubernetes apiserver's gates and `AllAlpha`/`AllBeta`; Kuota rejects those as unknown.
 
 use std::{collections::BTreeMap, fmt, str::FromStr};
@@ -181,13 +181,44 @@ impl Feature {
     }
 }
 
+/// What setting a gate does in Kuota.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Kuota reads the gate: either value takes effect.
+    Read,
+    /// Kuota lacks what the gate turns on (the text says what): enabling it has no effect.
+    NotImplemented(&'static str),
+    /// Kuota does not read the gate and has one behaviour whatever its value: a value other than
+    /// Kueue's default has no effect.
+    NotRead,
+}
+
 impl Feature {
-    /// What Kuota lacks for this gate to take effect, for gates whose behaviour Kuota does not
-    /// implement; `None` for the others. Enabling such a gate (explicitly) gets a warning at
-    /// start-up naming it, as every setting Kuota does not act on does.
-    pub const fn not_implemented(self) -> Option<&'static str> {
+    /// What setting this gate does in Kuota. Every gate is listed, so that a gate added to the
+    /// table is classified rather than silently ignored; a setting without effect gets a warning
+    /// at start-up naming it (see [`FeatureGates::warnings`]).
+    pub const fn effect(self) -> Effect {
         use Feature::*;
         match self {
+            PartialAdmission
+            | VisibilityOnDemand
+            | DisableWaitForPodsReady
+            | TopologyAwareScheduling
+            | LocalQueueMetrics
+            | QuotaCheckStrategy
+            | ReclaimablePods
+            | AssignQueueLabelsForPods
+            | AdmissionGatedBy
+            | RejectUpdatesToCQWithInvalidOnFlavors
+            | FinishOrphanedWorkloads
+            | WorkloadIdentifierAnnotations
+            | WorkloadPriorityClassDefaulting
+            | CleanupProvisioningRequestsOnEviction
+            | WorkloadValidateResourcesAreNonNegative
+            | TASValidateWorkloadSliceSize
+            | WorkloadValidationForPodSetMetadata
+            | PrioritizePreemptorWorkloads
+            | SkipAncestorCheckForDeletedWorkloads => Effect::Read,
             TASProfileMixed
             | TASFailedNodeReplacement
             | TASFailedNodeReplacementFailFast
@@ -202,12 +233,14 @@ impl Feature {
             | TASRecomputeAssignmentWithinSchedulingCycle
             | TASCacheNodeMatchResults
             | TASCachingRemainingResources
-            | TASCacheTopologyTree => Some(
+            | TASCacheTopologyTree => Effect::NotImplemented(
                 "Kuota places topology-aware workloads as Kueue's default TAS profile does and does not implement this variant of it",
             ),
-            ElasticJobsViaWorkloadSlices | ElasticJobsViaWorkloadSlicesWithTAS => Some(
-                "Kuota does not implement workload slices; elastic jobs are refused by the webhook",
-            ),
+            ElasticJobsViaWorkloadSlices | ElasticJobsViaWorkloadSlicesWithTAS => {
+                Effect::NotImplemented(
+                    "Kuota does not implement workload slices; elastic jobs are refused by the webhook",
+                )
+            }
             MultiKueue
             | MultiKueueAdaptersForCustomJobs
             | MultiKueueKubeConfigPathValidation
@@ -216,24 +249,56 @@ impl Feature {
             | MultiKueueIncrementalDispatcherConfig
             | MultiKueueIncrementalDispatcherRespectConfigOrder
             | MultiKueueManagerQuotaAutomation
-            | MultiKueueRemoteSpecSync => Some(
+            | MultiKueueRemoteSpecSync => Effect::NotImplemented(
                 "Kuota does not implement MultiKueue; workloads are admitted in this cluster only",
             ),
             KueueDRAIntegration
             | KueueDRAIntegrationExtendedResource
             | KueueDRARejectWorkloadsWhenDRADisabled
             | KueueDRAIntegrationPartitionableDevices
-            | KueueDRAIntegrationConsumableCapacity => {
-                Some("Kuota does not count dynamic resource allocation claims against quota")
+            | KueueDRAIntegrationConsumableCapacity => Effect::NotImplemented(
+                "Kuota does not count dynamic resource allocation claims against quota",
+            ),
+            AdmissionFairSharing => Effect::NotImplemented(
+                "Kuota does not implement admission fair sharing between LocalQueues",
+            ),
+            SparkApplicationIntegration => {
+                Effect::NotImplemented("Kuota has no SparkApplication integration")
             }
-            AdmissionFairSharing => {
-                Some("Kuota does not implement admission fair sharing between LocalQueues")
-            }
-            SparkApplicationIntegration => Some("Kuota has no SparkApplication integration"),
-            RecomputeAssignmentUponPreemptionTargetsOverlap => Some(
+            RecomputeAssignmentUponPreemptionTargetsOverlap => Effect::NotImplemented(
                 "Kuota skips a workload whose preemption targets overlap those of a workload earlier in the same cycle and evaluates it again in the next cycle",
             ),
-            _ => None,
+            PriorityBoost => Effect::NotImplemented(
+                "Kuota validates the kueue.x-k8s.io/priority-boost annotation but does not add it to a workload's priority",
+            ),
+            ConcurrentAdmission => Effect::NotImplemented(
+                "Kuota validates a ClusterQueue's concurrentAdmissionPolicy but assigns flavors as if it had none",
+            ),
+            FlavorFungibility
+            | PrioritySortingWithinCohort
+            | FairSharingPreemptWithinNominal
+            | FairSharingPrioritizeNonBorrowing
+            | SkipReassignmentForPodOwnedWorkloads
+            | ManagedJobsNamespaceSelectorAlwaysRespected
+            | WorkloadRequestUseMergePatch
+            | FailureRecoveryPolicy
+            | TLSOptions
+            | RemoveFinalizersWithStrictPatch
+            | SchedulingEquivalenceHashing
+            | CustomMetricLabels
+            | ShortWorkloadNames
+            | FastQuotaReleaseInPodIntegration
+            | MetricForWorkloadCreationLatency
+            | MetricsForCohorts
+            | UnadmittedWorkloadsObservability
+            | UnadmittedWorkloadsExplicitStatus
+            | DeferRayServiceFinalizationForRedisCleanup
+            | SchedulerLibraryIntegration
+            | VectorizedResourceRequests
+            | LWSImmutableGroupSize
+            | FlavorFungibilityPreserveScanProgress
+            | PodIntegrationValidateGroupOwner
+            | ValidateRayAndSparkJobUpdates => Effect::NotRead,
         }
     }
 }
@@ -358,7 +423,7 @@ impl FeatureGates {
     }
 
     /// Warnings for what was set: those Kueue logs (GA and deprecated gates go away in later
-    /// releases), and one for each gate enabled whose behaviour Kuota does not implement.
+    /// releases), and one for each gate set to a value that has no effect in Kuota ([`Effect`]).
     pub fn warnings(&self) -> Vec<String> {
         let lifecycle = self
             .explicit
@@ -375,11 +440,14 @@ impl FeatureGates {
         let without_effect = self
             .explicit
             .iter()
-            .filter(|(_, enabled)| **enabled)
-            .filter_map(|(feature, _)| {
-                feature
-                    .not_implemented()
-                    .map(|why| format!("feature gate {feature}=true has no effect: {why}"))
+            .filter_map(|(feature, &value)| match feature.effect() {
+                Effect::Read => None,
+                Effect::NotImplemented(why) => {
+                    value.then(|| format!("feature gate {feature}=true has no effect: {why}"))
+                }
+                Effect::NotRead => (value != feature.default_enabled()).then(|| {
+                    format!("feature gate {feature}={value} has no effect: Kuota does not read this gate")
+                }),
             });
         lifecycle.chain(without_effect).collect()
     }
@@ -550,15 +618,17 @@ mod tests {
     }
 
     #[test]
-    fn warns_about_enabled_gates_kuota_does_not_act_on() {
+    fn warns_about_gates_set_to_values_kuota_does_not_act_on() {
         let gates = FeatureGates::parse(
-            "TopologyAwareScheduling=true,TASBalancedPlacement=true,LocalQueueMetrics=true,MultiKueue=false,VisibilityOnDemand=true",
+            "TopologyAwareScheduling=true,TASBalancedPlacement=true,LocalQueueMetrics=false,MultiKueue=false,VisibilityOnDemand=true,PrioritySortingWithinCohort=false,MetricsForCohorts=true,WorkloadRequestUseMergePatch=true,ShortWorkloadNames=false",
         )
         .unwrap();
         assert_eq!(
             gates.warnings(),
             [
+                "feature gate PrioritySortingWithinCohort=false has no effect: Kuota does not read this gate",
                 "feature gate TASBalancedPlacement=true has no effect: Kuota places topology-aware workloads as Kueue's default TAS profile does and does not implement this variant of it",
+                "feature gate WorkloadRequestUseMergePatch=true has no effect: Kuota does not read this gate",
             ]
         );
         // Defaults are Kueue's, and only what was set is warned about.

@@ -43,7 +43,7 @@ pub use crate::k8s::duration::{DurationError, GoDuration};
 use crate::k8s::field::FieldError;
 /// `leaderElection`, resolved: the Lease settings the leader election runs with.
 pub use crate::k8s::leader::LeaderElection;
-pub use feature_gates::{Feature, FeatureGateError, FeatureGates, Stage};
+pub use feature_gates::{Effect, Feature, FeatureGateError, FeatureGates, Stage};
 
 /// API group of the configuration file.
 pub const API_GROUP: &str = "config.kueue.x-k8s.io";
