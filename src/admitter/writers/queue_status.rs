@@ -520,10 +520,8 @@ async fn write_one(client: &Client, queue: QueueName, patch: serde_json::Value) 
     let (name, written) = match &queue {
         QueueName::Cluster(name) => {
             let api: Api<api::ClusterQueue> = Api::all(client.clone());
-            (
-                name.as_str(),
-                api.patch_status(name, &params, &patch).await.map(drop),
-            )
+            let written = api.patch_status(name, &params, &patch).await;
+            (name.as_str(), written.map(drop))
         }
         QueueName::Local(queue) => {
             let api: Api<api::LocalQueue> = Api::namespaced(client.clone(), &queue.namespace);
