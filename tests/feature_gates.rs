@@ -6,21 +6,23 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
+use common::sources::rust_files;
 use kuota::config::{Effect, Feature};
 
+mod common {
+    pub mod sources;
+}
+
+/// The gate table, whose own mentions of the gates do not count.
 const TABLE: &str = "src/config/feature_gates.rs";
 
-/// The gates named as `Feature::<name>` in the Rust sources under `dir`, the table aside.
-fn referenced(dir: &Path, root: &Path, names: &mut BTreeSet<String>) {
-    for entry in fs::read_dir(dir).expect("source directory reads") {
-        let path = entry.expect("directory entry").path();
-        if path.is_dir() {
-            referenced(&path, root, names);
-            continue;
-        }
-        if path.extension().is_none_or(|extension| extension != "rs")
-            || path.strip_prefix(root).expect("under the root") == Path::new(TABLE)
-        {
+/// The gates named as `Feature::<name>` in the crate's sources, the table aside.
+fn referenced(root: &Path) -> BTreeSet<String> {
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let mut names = BTreeSet::new();
+    for path in files {
+        if path.strip_prefix(root).expect("under the root") == Path::new(TABLE) {
             continue;
         }
         let text = fs::read_to_string(&path).expect("source reads");
@@ -32,13 +34,12 @@ fn referenced(dir: &Path, root: &Path, names: &mut BTreeSet<String>) {
             names.insert(name);
         }
     }
+    names
 }
 
 #[test]
 fn gates_classified_as_read_are_read_and_the_others_are_not() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut names = BTreeSet::new();
-    referenced(&root.join("src"), root, &mut names);
+    let names = referenced(Path::new(env!("CARGO_MANIFEST_DIR")));
     let unread: Vec<&str> = Feature::ALL
         .iter()
         .filter(|feature| feature.effect() == Effect::Read && !names.contains(feature.name()))

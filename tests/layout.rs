@@ -6,6 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 
+use common::sources::rust_files;
+
+mod common {
+    pub mod sources;
+}
+
 /// The rooms each room may refer to as `crate::<room>`, besides itself.
 fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
     BTreeMap::from([
@@ -86,17 +92,6 @@ fn referenced_rooms(after: &str) -> Vec<String> {
     }
     rooms.retain(|room| !room.is_empty());
     rooms
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for entry in fs::read_dir(dir).expect("readable source dir") {
-        let path = entry.expect("dir entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|ext| ext == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 #[test]
