@@ -42,7 +42,7 @@ fn workload(index: usize, now: Timestamp) -> Workload {
     let cq = index % QUEUES;
     let mut wl = Workload::new(&format!("ns-{cq}/wl-{index}"), &format!("cq-{cq}"), now);
     wl.uid = format!("uid-{index}");
-    wl.priority = (index % 3) as i32 * 100;
+    wl.priority = (index % 3) as i64 * 100;
     wl.pod_sets = vec![PodSet {
         name: "main".into(),
         count: 1 + (index % 4) as i32,

@@ -106,6 +106,22 @@ impl Env {
         name
     }
 
+    /// ClusterQueue `cq` with `cpu` quota that preempts lower priorities within it, fed by
+    /// LocalQueue `lq`; returns the ClusterQueue's name.
+    async fn lower_priority_preempting_queue(&mut self, cpu: &str) -> String {
+        let flavor = self.flavor("default").await;
+        let cq = self
+            .cluster_queue(
+                "cq",
+                &flavor,
+                cpu,
+                json!({"preemption": {"withinClusterQueue": "LowerPriority"}}),
+            )
+            .await;
+        self.local_queue("lq", &cq).await;
+        cq
+    }
+
     async fn local_queue(&self, name: &str, cluster_queue: &str) {
         create_local_queue(&self.client, self.ns.name(), name, cluster_queue).await;
     }
@@ -512,16 +528,7 @@ async fn admits_up_to_nominal_quota_then_borrows_then_waits_for_quota() {
 #[tokio::test]
 async fn a_higher_priority_workload_preempts_a_lower_one() {
     let mut env = env().await;
-    let flavor = env.flavor("default").await;
-    let cq = env
-        .cluster_queue(
-            "cq",
-            &flavor,
-            "2",
-            json!({"preemption": {"withinClusterQueue": "LowerPriority"}}),
-        )
-        .await;
-    env.local_queue("lq", &cq).await;
+    let cq = env.lower_priority_preempting_queue("2").await;
     let scheduler = start_scheduler(&env.client);
 
     env.workload("low-1", "lq", "1", 1).await;
@@ -586,6 +593,69 @@ async fn a_higher_priority_workload_preempts_a_lower_one() {
         )),
         "{text}"
     );
+    scheduler.stop().await;
+    env.cleanup().await;
+}
+
+#[tokio::test]
+async fn a_priority_boost_set_on_a_parked_workload_lets_it_preempt_its_equal() {
+    let mut env = env().await;
+    env.lower_priority_preempting_queue("1").await;
+    let mut config = Configuration::clone(&config());
+    config.feature_gates = config
+        .feature_gates
+        .with(kuota::config::Feature::PriorityBoost, true);
+    let scheduler = start_scheduler_with(&env.client, Arc::new(config));
+
+    env.workload("running", "lq", "1", 1).await;
+    env.wait_until("admitted", "running", is_admitted).await;
+    env.workload("boosted", "lq", "1", 1).await;
+    env.wait_until("waiting behind its equal", "boosted", |w| {
+        has_condition(w, "QuotaReserved", "False", "WaitingForQuota")
+    })
+    .await;
+
+    // An external controller raises its priority.
+    env.workloads()
+        .patch(
+            "boosted",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"annotations": {"kueue.x-k8s.io/priority-boost": "5"}}}),
+            ),
+        )
+        .await
+        .expect("annotate");
+    env.wait_until("preempting", "boosted", |w| {
+        has_condition(w, "QuotaReserved", "False", "WaitingForPreemptedWorkloads")
+    })
+    .await;
+    env.wait_until("preempted", "running", |w| {
+        has_condition(w, "Evicted", "True", "Preempted")
+    })
+    .await;
+
+    let events: Api<Event> = Api::namespaced(env.client.clone(), env.ns.name());
+    eventually(WAIT, "the preemption event gives both priorities", || {
+        let events = events.clone();
+        async move {
+            events.list(&ListParams::default()).await.is_ok_and(|list| {
+                list.items.iter().any(|event| {
+                    event.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("running")
+                        && event.reason.as_deref() == Some("Preempted")
+                        && event.note.as_deref().is_some_and(|note| {
+                            note.ends_with("; preemptor effective priority: 6 (base: 1, boost: 5); preemptee effective priority: 1 (base: 1, boost: 0)")
+                        })
+                })
+            })
+        }
+    })
+    .await
+    .expect("event");
+
+    env.release("running").await;
+    env.wait_until("admitted once its equal left", "boosted", is_admitted)
+        .await;
     scheduler.stop().await;
     env.cleanup().await;
 }

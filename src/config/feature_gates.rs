@@ -218,7 +218,8 @@ impl Feature {
             | TASValidateWorkloadSliceSize
             | WorkloadValidationForPodSetMetadata
             | PrioritizePreemptorWorkloads
-            | SkipAncestorCheckForDeletedWorkloads => Effect::Read,
+            | SkipAncestorCheckForDeletedWorkloads
+            | PriorityBoost => Effect::Read,
             TASProfileMixed
             | TASFailedNodeReplacement
             | TASFailedNodeReplacementFailFast
@@ -267,9 +268,6 @@ impl Feature {
             }
             RecomputeAssignmentUponPreemptionTargetsOverlap => Effect::NotImplemented(
                 "Kuota skips a workload whose preemption targets overlap those of a workload earlier in the same cycle and evaluates it again in the next cycle",
-            ),
-            PriorityBoost => Effect::NotImplemented(
-                "Kuota validates the kueue.x-k8s.io/priority-boost annotation but does not add it to a workload's priority",
             ),
             ConcurrentAdmission => Effect::NotImplemented(
                 "Kuota validates a ClusterQueue's concurrentAdmissionPolicy but assigns flavors as if it had none",

@@ -126,6 +126,9 @@ pub struct ConversionOptions {
     /// take part in choosing flavors, and a ClusterQueue whose flavor names a missing Topology
     /// admits nothing.
     pub topology_aware: bool,
+    /// Feature `PriorityBoost`: a workload's `kueue.x-k8s.io/priority-boost` annotation adds
+    /// to its priority.
+    pub priority_boost: bool,
 }
 
 impl ConversionOptions {
@@ -140,6 +143,7 @@ impl ConversionOptions {
                     wait.requeuing_strategy.timestamp
                 }),
             topology_aware: config.topology_gates().enabled,
+            priority_boost: config.feature_gates.enabled(Feature::PriorityBoost),
         }
     }
 }
@@ -150,6 +154,7 @@ impl Default for ConversionOptions {
             excluded_resource_prefixes: Vec::new(),
             requeuing_timestamp: RequeuingTimestamp::Eviction,
             topology_aware: true,
+            priority_boost: false,
         }
     }
 }
@@ -231,7 +236,7 @@ pub fn workload_without_pod_sets(
     workload.job_uid = object.labels().get(JOB_UID_LABEL).cloned();
     workload.local_queue = object.spec.queue_name.clone().unwrap_or_default();
     workload.namespace_labels = Arc::clone(inputs.namespace_labels);
-    workload.priority = object.spec.priority.unwrap_or(0);
+    workload.priority = object.priority(inputs.options.priority_boost).effective();
     workload.quota_reserved_at = object
         .true_condition(condition::QUOTA_RESERVED)
         .map(|condition| condition.last_transition_time.0);

@@ -196,6 +196,11 @@ impl WorkloadBuilder {
         self
     }
 
+    pub fn annotation(mut self, key: &str, value: &str) -> Self {
+        set(&mut self.0, &["metadata", "annotations", key], json!(value));
+        self
+    }
+
     /// Sets a field of the spec.
     pub fn spec_field(mut self, field: &str, value: Value) -> Self {
         self.0["spec"][field] = value;

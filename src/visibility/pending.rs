@@ -245,7 +245,7 @@ fn item(entry: &Entry, cluster_position: usize, local_position: usize) -> Pendin
             owner_references: Some(owners).filter(|owners| !owners.is_empty()),
             ..ObjectMeta::default()
         },
-        priority: entry.workload.priority,
+        priority: entry.object.spec.priority.unwrap_or(0),
         local_queue_name: entry.local_queue.name.to_string(),
         position_in_cluster_queue: i32::try_from(cluster_position).unwrap_or(i32::MAX),
         position_in_local_queue: i32::try_from(local_position).unwrap_or(i32::MAX),

@@ -153,7 +153,7 @@ pub(super) struct Contender<'a> {
     /// A preemptor waiting for its victims, to go first (`PrioritizePreemptorWorkloads`).
     pub(super) preemptor: bool,
     pub(super) usage: &'a BTreeMap<FlavorResource, Quantity>,
-    pub(super) priority: i32,
+    pub(super) priority: i64,
     pub(super) timestamp: Timestamp,
 }
 

@@ -613,8 +613,9 @@ pub struct Workload {
     pub local_queue: String,
     /// ClusterQueue the workload's LocalQueue points to.
     pub cluster_queue: String,
-    /// Effective priority.
-    pub priority: i32,
+    /// Effective priority: `spec.priority`, plus the `kueue.x-k8s.io/priority-boost`
+    /// annotation under `PriorityBoost` (two 32-bit values, so their sum is 64-bit, as in Kueue).
+    pub priority: i64,
     /// Queue-order timestamp (creation, or eviction time when requeued after eviction).
     pub queue_timestamp: Timestamp,
     /// PodSets; shared with the shapes the queues remember and the copies a cycle's working

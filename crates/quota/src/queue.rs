@@ -39,7 +39,7 @@ pub struct PendingCounts {
 
 /// What orders a queue: higher priority first, then the older queue-order timestamp, then
 /// UID, then key (so that two different workloads never compare equal).
-fn order_key(workload: &Workload) -> (Reverse<i32>, Timestamp, &str, &str) {
+fn order_key(workload: &Workload) -> (Reverse<i64>, Timestamp, &str, &str) {
     (
         Reverse(workload.priority),
         workload.queue_timestamp,
@@ -113,7 +113,7 @@ fn same_version(held: &ByKey, given: &Arc<Workload>) -> bool {
 /// What makes two workloads equivalent for scheduling.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Shape {
-    priority: i32,
+    priority: i64,
     namespace_labels: Arc<BTreeMap<String, String>>,
     pod_sets: Arc<[PodSet]>,
 }

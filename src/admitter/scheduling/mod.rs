@@ -504,15 +504,22 @@ impl Scheduler {
                 message,
             } => {
                 attempts.inadmissible += 1;
-                if let Some(pending) = context.pending.get(key.as_str()) {
+                let boosted = self.planner.options().priority_boost;
+                if let (Some(pending), Some(object)) = (
+                    context.pending.get(key.as_str()),
+                    context.objects.get(key.as_str()),
+                ) {
                     let preemptor = Preemptor {
                         key: key.clone(),
                         uid: pending.workload.uid.clone(),
-                        priority: pending.workload.priority,
+                        priority: object.priority(boosted),
                         cluster_queue: pending.workload.cluster_queue.clone(),
                     };
                     for victim in victims {
-                        let Some(holder) = context.holders.get(victim.workload.as_str()) else {
+                        let (Some(holder), Some(victim_object)) = (
+                            context.holders.get(victim.workload.as_str()),
+                            context.objects.get(victim.workload.as_str()),
+                        ) else {
                             continue;
                         };
                         if holder.evicted {
@@ -527,6 +534,7 @@ impl Scheduler {
                                 preemption: Some(Preemption {
                                     reason: victim.reason,
                                     preemptor: preemptor.clone(),
+                                    victim_priority: victim_object.priority(boosted),
                                 }),
                             },
                         );

@@ -43,15 +43,20 @@ enum Held {
 }
 
 impl Held {
-    /// Whether `now`, what the same workload holds next, is less than `self` (`None`: nothing).
-    fn released_in(&self, now: Option<&Held>) -> bool {
+    /// Whether `now`, what the same workload holds next (`None`: nothing), may let a parked
+    /// workload in: less quota held, or the same at another priority, which parked workloads
+    /// may now preempt (Kueue requeues on a holder's priority change too).
+    fn may_let_others_in(&self, now: Option<&Held>) -> bool {
         let Some(now) = now else {
             return true;
         };
-        if let (Held::Converted(before), Held::Converted(now)) = (self, now)
-            && Arc::ptr_eq(before, now)
-        {
-            return false;
+        if let (Held::Converted(before), Held::Converted(now)) = (self, now) {
+            if Arc::ptr_eq(before, now) {
+                return false;
+            }
+            if before.priority != now.priority {
+                return true;
+            }
         }
         let (Some(queue), Some(now_queue)) = (self.cluster_queue(), now.cluster_queue()) else {
             return true;
@@ -134,10 +139,10 @@ impl Observed {
         }
     }
 
-    /// The requeues the change from `self` to `current` calls for: a quota holder gone or
-    /// using less releases quota in its ClusterQueue; a changed ClusterQueue, Cohort or
-    /// ResourceFlavor, or free capacity of topology-aware flavors, may make parked workloads
-    /// admissible.
+    /// The requeues the change from `self` to `current` calls for: a quota holder gone, using
+    /// less or at another priority may let parked workloads of its ClusterQueue in; a changed
+    /// ClusterQueue, Cohort or ResourceFlavor, or free capacity of topology-aware flavors, may
+    /// make parked workloads admissible.
     pub fn requeues(&self, current: &Observed) -> BTreeSet<Requeue> {
         let mut requeues = BTreeSet::new();
         if self.flavors != current.flavors || self.topology_version != current.topology_version {
@@ -165,7 +170,7 @@ impl Observed {
         }
         for (key, held) in &self.holders {
             if let Some(queue) = held.cluster_queue()
-                && held.released_in(current.holders.get(key))
+                && held.may_let_others_in(current.holders.get(key))
             {
                 requeues.insert(Requeue::ClusterQueue(queue.to_owned()));
             }

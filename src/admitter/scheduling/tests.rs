@@ -7,6 +7,7 @@ use crate::admitter::scheduling::cluster_state::{
 };
 use crate::admitter::scheduling::dispatch::Backoff;
 use crate::admitter::scheduling::overlay::reflects;
+use crate::api::constants::PRIORITY_BOOST_ANNOTATION;
 use crate::quota::{RequeueScope, SchedulerConfig};
 use crate::testing::objects::{bound_pod, cluster_queue, flavor, one_queue_cluster, ts, workload};
 
@@ -415,4 +416,102 @@ fn resource_versions_compare_numerically() {
     assert!(!reflects(&at("99"), None));
     assert!(reflects(&at("opaque"), Some("opaque")));
     assert!(!reflects(&at("opaque"), Some("other")));
+}
+
+#[test]
+fn a_priority_boost_orders_the_queue_and_preempts_only_under_its_gate() {
+    let boosted = |name: &str, created: i64| {
+        workload("ns", name)
+            .queue("lq")
+            .created(created)
+            .annotation(PRIORITY_BOOST_ANNOTATION, "5")
+            .pod_set("main", 1, json!({"cpu": "1"}))
+            .build()
+    };
+    let gated = ConversionOptions {
+        priority_boost: true,
+        ..ConversionOptions::default()
+    };
+    let planner =
+        |options: &ConversionOptions| Planner::new(options.clone(), SchedulerConfig::default());
+
+    let waiting = state(vec![pending("a", 1), pending("b", 2), boosted("c", 3)]);
+    assert_eq!(
+        pass(&waiting, &mut planner(&gated), 10),
+        vec!["ns/c", "ns/a"]
+    );
+    assert_eq!(
+        pass(&waiting, &mut planner(&ConversionOptions::default()), 10),
+        vec!["ns/a", "ns/b"],
+        "the annotation ignored without the gate"
+    );
+
+    let mut full = state(vec![admitted("a", "2"), boosted("b", 2)]);
+    full.cluster_queues = vec![Arc::new(
+        cluster_queue("cq")
+            .group(&["cpu"], &[("default", &[("cpu", "2")])])
+            .spec("preemption", json!({"withinClusterQueue": "LowerPriority"}))
+            .build(),
+    )];
+    let preemptions = |options: &ConversionOptions| -> Vec<(String, Vec<String>)> {
+        planner(options)
+            .plan(&full, ts(10))
+            .decisions
+            .into_iter()
+            .filter_map(|decision| match decision {
+                Decision::Preempt {
+                    workload, victims, ..
+                } => Some((
+                    workload,
+                    victims.into_iter().map(|victim| victim.workload).collect(),
+                )),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(
+        preemptions(&gated),
+        vec![("ns/b".to_owned(), vec!["ns/a".to_owned()])]
+    );
+    assert_eq!(
+        preemptions(&ConversionOptions::default()),
+        Vec::new(),
+        "equal priorities without the gate"
+    );
+}
+
+#[test]
+fn a_holder_at_another_priority_requeues_parked_workloads() {
+    let gated = ConversionOptions {
+        priority_boost: true,
+        ..ConversionOptions::default()
+    };
+    let boosted_holder = |boost: &str| {
+        let mut holder = admitted("a", "1");
+        holder
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(PRIORITY_BOOST_ANNOTATION.to_owned(), boost.to_owned());
+        holder.metadata.resource_version = Some(format!("boost-{boost}"));
+        holder
+    };
+    let observe = |holder: api::Workload, options: &ConversionOptions| {
+        observed(&convert(&state(vec![holder]), options))
+    };
+    let before = observe(boosted_holder("5"), &gated);
+    assert_eq!(
+        before.requeues(&observe(boosted_holder("-5"), &gated)),
+        BTreeSet::from([Requeue::ClusterQueue("cq".to_owned())]),
+        "parked workloads of its priority may preempt it now"
+    );
+    let before = observe(boosted_holder("5"), &ConversionOptions::default());
+    assert_eq!(
+        before.requeues(&observe(
+            boosted_holder("-5"),
+            &ConversionOptions::default()
+        )),
+        BTreeSet::new(),
+        "the annotation ignored without the gate"
+    );
 }

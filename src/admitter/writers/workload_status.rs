@@ -46,8 +46,8 @@ pub struct Preemptor {
     pub key: String,
     /// UID.
     pub uid: String,
-    /// Effective priority.
-    pub priority: i32,
+    /// Its priority, base and boost.
+    pub priority: api::WorkloadPriority,
     /// ClusterQueue it is admitted to.
     pub cluster_queue: String,
 }
@@ -59,6 +59,8 @@ pub struct Preemption {
     pub reason: PreemptionReason,
     /// Who preempts it.
     pub preemptor: Preemptor,
+    /// The victim's priority when the scheduler chose it.
+    pub victim_priority: api::WorkloadPriority,
 }
 
 /// What a pending status sets `status.resourceRequests` to.
@@ -712,10 +714,16 @@ fn priority_class(workload: &api::Workload) -> String {
         .unwrap_or_default()
 }
 
-/// Kueue's rendering of effective priorities in preemption events (no priority boost).
-fn priorities(preemptor: i32, preemptee: i32) -> String {
+/// Kueue's rendering of both priorities in preemption events.
+fn priorities(preemptor: api::WorkloadPriority, preemptee: api::WorkloadPriority) -> String {
     format!(
-        "preemptor effective priority: {preemptor} (base: {preemptor}, boost: 0); preemptee effective priority: {preemptee} (base: {preemptee}, boost: 0)"
+        "preemptor effective priority: {} (base: {}, boost: {}); preemptee effective priority: {} (base: {}, boost: {})",
+        preemptor.effective(),
+        preemptor.base,
+        preemptor.boost,
+        preemptee.effective(),
+        preemptee.base,
+        preemptee.boost
     )
 }
 
@@ -1069,7 +1077,7 @@ impl Applier {
         message: &str,
     ) {
         let preemptor = &preemption.preemptor;
-        let victim_priority = victim.spec.priority.unwrap_or(0);
+        let victim_priority = preemption.victim_priority;
         self.metrics
             .preempted_workloads
             .get_or_create(&PreemptionLabels {

@@ -9,7 +9,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::api::constants::DEFAULT_POD_SET_NAME;
+use crate::api::constants::{DEFAULT_POD_SET_NAME, PRIORITY_BOOST_ANNOTATION};
 use crate::api::pod_template::PodTemplate;
 use crate::api::schema;
 use crate::k8s::conditions;
@@ -158,6 +158,43 @@ impl Workload {
             crate::api::constants::condition::QUOTA_RESERVED,
         )?;
         status.admission.as_ref()
+    }
+
+    /// Its priority as Kueue weighs it (`EffectivePriority`): `spec.priority` (0 when unset),
+    /// plus, when `boosted` (feature `PriorityBoost`), the signed integer of the
+    /// `kueue.x-k8s.io/priority-boost` annotation; a boost that does not parse counts as 0, as
+    /// in Kueue (its webhook refuses one on create and update).
+    pub fn priority(&self, boosted: bool) -> WorkloadPriority {
+        let boost = if boosted {
+            self.metadata
+                .annotations
+                .as_ref()
+                .and_then(|annotations| annotations.get(PRIORITY_BOOST_ANNOTATION))
+                .and_then(|value| value.parse().ok())
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        WorkloadPriority {
+            base: self.spec.priority.unwrap_or(0),
+            boost,
+        }
+    }
+}
+
+/// A Workload's priority in its two parts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkloadPriority {
+    /// `spec.priority`, from its priority class.
+    pub base: i32,
+    /// The priority-boost annotation's value (0 without `PriorityBoost`).
+    pub boost: i32,
+}
+
+impl WorkloadPriority {
+    /// What queues order and preemption compares: base plus boost, without overflow.
+    pub fn effective(self) -> i64 {
+        i64::from(self.base) + i64::from(self.boost)
     }
 }
 

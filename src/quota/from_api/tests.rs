@@ -294,6 +294,7 @@ fn configuration_maps_to_scheduler_settings() {
             excluded_resource_prefixes: vec!["x/".to_owned()],
             requeuing_timestamp: RequeuingTimestamp::Eviction,
             topology_aware: true,
+            priority_boost: false,
         }
     );
 }

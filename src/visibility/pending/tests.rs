@@ -17,6 +17,10 @@ fn pending(name: &str, queue: &str, priority: i32, created: i64) -> api::Workloa
 /// ClusterQueue `cq` fed by `ns/a` and `ns/b`; `ns/orphan` points at a ClusterQueue that does
 /// not exist.
 fn lists(workloads: Vec<api::Workload>) -> PendingLists {
+    lists_with(workloads, &ConversionOptions::default())
+}
+
+fn lists_with(workloads: Vec<api::Workload>, options: &ConversionOptions) -> PendingLists {
     let state = ClusterState {
         resource_flavors: vec![Arc::new(flavor("default"))],
         namespaces: vec![Arc::new(namespace("ns", json!({})))],
@@ -33,7 +37,7 @@ fn lists(workloads: Vec<api::Workload>) -> PendingLists {
         workloads: workloads.into_iter().map(Arc::new).collect(),
         ..ClusterState::default()
     };
-    PendingLists::read(&state, &ConversionOptions::default())
+    PendingLists::read(&state, options)
 }
 
 /// `(name, local queue, position in ClusterQueue, position in LocalQueue)` of each item.
@@ -92,6 +96,37 @@ fn a_cluster_queue_lists_its_pending_workloads_in_queue_order() {
             row("a-new", "a", 3, 1),
             row("a-last", "a", 4, 2),
         ]
+    );
+}
+
+#[test]
+fn a_priority_boost_orders_the_list_and_the_priority_shown_is_the_base() {
+    let boosted = workload("ns", "boosted")
+        .queue("b")
+        .created(300)
+        .annotation(crate::api::constants::PRIORITY_BOOST_ANNOTATION, "10")
+        .pod_set("main", 1, json!({"cpu": "1"}))
+        .build();
+    let options = ConversionOptions {
+        priority_boost: true,
+        ..ConversionOptions::default()
+    };
+    let items = lists_with(vec![pending("plain", "a", 5, 100), boosted], &options)
+        .in_cluster_queue("cq", Page::bounded(None, None))
+        .unwrap();
+    let shown: Vec<(String, i32)> = items
+        .iter()
+        .map(|item| {
+            (
+                item.metadata.name.clone().unwrap_or_default(),
+                item.priority,
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [("boosted".to_owned(), 0), ("plain".to_owned(), 5)],
+        "Kueue's visibility API shows spec.priority"
     );
 }
 

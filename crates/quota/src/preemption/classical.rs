@@ -75,7 +75,7 @@ fn classify(
     let above_threshold = candidate_priority >= preemptor.workload.priority
         || borrow_within_cohort
             .max_priority_threshold
-            .is_some_and(|threshold| candidate_priority > threshold);
+            .is_some_and(|threshold| candidate_priority > i64::from(threshold));
     Some(if above_threshold {
         Variant::ReclaimWithoutBorrowing
     } else {

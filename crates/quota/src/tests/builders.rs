@@ -254,7 +254,7 @@ pub fn wl(name: &str, cq: &str, created: i64, cpu: Quantity) -> Workload {
 
 pub trait WorkloadExt {
     fn uid(self, uid: &str) -> Self;
-    fn priority(self, priority: i32) -> Self;
+    fn priority(self, priority: i64) -> Self;
     fn pod_sets(self, pod_sets: Vec<PodSet>) -> Self;
     fn namespace_label(self, key: &str, value: &str) -> Self;
     /// Admits every requested resource of every PodSet to `flavor` of `cq`, reserved at `at`.
@@ -269,7 +269,7 @@ impl WorkloadExt for Workload {
         self
     }
 
-    fn priority(mut self, priority: i32) -> Self {
+    fn priority(mut self, priority: i64) -> Self {
         self.priority = priority;
         self
     }

@@ -112,7 +112,7 @@ fn workload(index: usize, spec: &WorkloadSpec) -> Workload {
         spec.created,
         spec.cpu * 1000,
     )
-    .priority(spec.priority)
+    .priority(i64::from(spec.priority))
 }
 
 /// Usage of each (queue, flavor) by the admitted workloads.

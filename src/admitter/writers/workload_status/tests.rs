@@ -269,9 +269,10 @@ fn preemption_evicts_with_both_conditions_and_counts_the_eviction() {
             preemptor: Preemptor {
                 key: "ns/b".to_owned(),
                 uid: "uid-b".to_owned(),
-                priority: 10,
+                priority: api::WorkloadPriority { base: 10, boost: 0 },
                 cluster_queue: "cq".to_owned(),
             },
+            victim_priority: api::WorkloadPriority { base: 1, boost: 0 },
         }),
     };
     assert_eq!(
@@ -335,9 +336,18 @@ fn wait_time_counts_from_creation_or_the_last_requeue() {
         .condition("Requeued", "True", "Preempted", "", 120)
         .build();
     assert_eq!(queued_wait_seconds(&requeued, ts(130)), 10.0);
+}
+
+#[test]
+fn preemption_events_give_each_priority_with_its_parts() {
+    let priority = |base, boost| api::WorkloadPriority { base, boost };
     assert_eq!(
-        priorities(10, 1),
+        priorities(priority(10, 0), priority(1, 0)),
         "preemptor effective priority: 10 (base: 10, boost: 0); preemptee effective priority: 1 (base: 1, boost: 0)"
+    );
+    assert_eq!(
+        priorities(priority(i32::MAX, 5), priority(100, -150)),
+        "preemptor effective priority: 2147483652 (base: 2147483647, boost: 5); preemptee effective priority: -50 (base: 100, boost: -150)"
     );
 }
 
