@@ -52,6 +52,9 @@ use crate::stores::{Stores, StoresNotReady};
 use dispatch::{Dispatcher, Finished, UpdateKind};
 use local_queue_metrics::{LocalQueueSelection, local_queue_gauges, pending_by_local_queue};
 pub use overlay::Overlay;
+pub use pending_budget::{
+    BURST as PENDING_STATUS_BURST, WRITES_PER_SECOND as PENDING_STATUSES_PER_SECOND,
+};
 use pending_budget::{Change, HandledVerdicts, PendingBudget};
 pub use planner::{Plan, Planner};
 pub use requeue::{Observed, Requeue};
