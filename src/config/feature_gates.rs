@@ -219,7 +219,8 @@ impl Feature {
             | WorkloadValidationForPodSetMetadata
             | PrioritizePreemptorWorkloads
             | SkipAncestorCheckForDeletedWorkloads
-            | PriorityBoost => Effect::Read,
+            | PriorityBoost
+            | RecomputeAssignmentUponPreemptionTargetsOverlap => Effect::Read,
             TASProfileMixed
             | TASFailedNodeReplacement
             | TASFailedNodeReplacementFailFast
@@ -266,9 +267,6 @@ impl Feature {
             SparkApplicationIntegration => {
                 Effect::NotImplemented("Kuota has no SparkApplication integration")
             }
-            RecomputeAssignmentUponPreemptionTargetsOverlap => Effect::NotImplemented(
-                "Kuota skips a workload whose preemption targets overlap those of a workload earlier in the same cycle and evaluates it again in the next cycle",
-            ),
             ConcurrentAdmission => Effect::NotImplemented(
                 "Kuota validates a ClusterQueue's concurrentAdmissionPolicy but assigns flavors as if it had none",
             ),

@@ -183,6 +183,9 @@ pub fn scheduler_config(config: &Configuration) -> SchedulerConfig {
         prioritize_preemptors: config
             .feature_gates
             .enabled(Feature::PrioritizePreemptorWorkloads),
+        recompute_overlapping_targets: config
+            .feature_gates
+            .enabled(Feature::RecomputeAssignmentUponPreemptionTargetsOverlap),
         block_admission: config
             .wait_for_pods_ready
             .as_ref()

@@ -14,12 +14,15 @@ use super::model::{
 };
 use super::preemption::{self, Target};
 use super::queue::{Queues, Shape, Verdict};
-use super::snapshot::{Inactive, Snapshot, take_topology};
+use super::snapshot::{AdmittedWorkload, Inactive, Snapshot, take_topology};
 
 /// Kueue's messages for a head skipped for the rest of a cycle.
 const OVERLAPPING_TARGETS: &str =
     "Workload has overlapping preemption targets with another workload";
 const NO_LONGER_FITS: &str = "Workload no longer fits after processing another workload";
+/// Kueue's message for a head assigned again past the victims claimed before it, which then
+/// fits: it waits for those preemptions.
+const FITS_AFTER_CLAIMED_PREEMPTIONS: &str = "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete";
 /// Kueue's message for a head that fits while `blockAdmission` waits.
 const WAITING_FOR_PODS_READY: &str =
     "waiting for all admitted workloads to be in PodsReady condition";
@@ -103,7 +106,7 @@ pub fn cycle(snapshot: &Snapshot, queues: &mut Queues) -> Vec<Decision> {
                 continue;
             }
             let may_preempt = !preempting.contains(&cq);
-            let (assignment, targets) = assignments(&mut work, &workload, cq, may_preempt);
+            let (assignment, targets) = assignments(&mut work, &workload, cq, may_preempt, None);
             entries.push(Entry {
                 workload,
                 cq,
@@ -252,14 +255,16 @@ fn namespace_mismatch(work: &Snapshot, workload: &Workload, cq: usize) -> Option
 
 /// Kueue's `getInitialAssignments`: the full assignment if it fits or can preempt, otherwise
 /// the largest partial admission that does (when allowed), otherwise the failing full one.
-/// Without `may_preempt` no preemption targets are looked for.
+/// Without `may_preempt` no preemption targets are looked for; with `nominated`, only the
+/// flavors that assignment chose are tried.
 fn assignments(
     work: &mut Snapshot,
     workload: &Workload,
     cq: usize,
     may_preempt: bool,
+    nominated: Option<&Assignment>,
 ) -> (Assignment, Vec<Target>) {
-    let full = flavor::assign(work, workload, cq, None);
+    let full = flavor::assign(work, workload, cq, None, nominated);
     match full.mode() {
         Mode::Fit => return (full, Vec::new()),
         Mode::Preempt if !may_preempt => return (full, Vec::new()),
@@ -272,7 +277,7 @@ fn assignments(
         Mode::NoFit => {}
     }
     if work.config.partial_admission
-        && let Some(partial) = partial_assignment(work, workload, cq)
+        && let Some(partial) = partial_assignment(work, workload, cq, nominated)
     {
         return partial;
     }
@@ -300,6 +305,7 @@ fn partial_assignment(
     work: &mut Snapshot,
     workload: &Workload,
     cq: usize,
+    nominated: Option<&Assignment>,
 ) -> Option<(Assignment, Vec<Target>)> {
     let full_counts: Vec<i64> = workload
         .pod_sets
@@ -325,7 +331,7 @@ fn partial_assignment(
             .zip(&deltas)
             .map(|(count, delta)| i32::try_from(count - delta * step / total).unwrap_or(0))
             .collect();
-        let assignment = flavor::assign(work, workload, cq, Some(&counts));
+        let assignment = flavor::assign(work, workload, cq, Some(&counts), nominated);
         let candidate = match assignment.mode() {
             Mode::Fit => Some((assignment, Vec::new())),
             Mode::Preempt => {
@@ -437,11 +443,20 @@ impl Round<'_> {
         let Entry {
             workload,
             cq,
-            assignment,
+            mut assignment,
             preemptor: _,
-            targets,
+            mut targets,
         } = entry;
         let spec = Arc::clone(&self.work.cqs[cq].spec);
+        // Earlier entries of this cycle may have claimed the victims. Kueue (its
+        // `RecomputeAssignmentUponPreemptionTargetsOverlap`) assigns such a head again as if
+        // those preemptions were done; one that fits then waits for them.
+        let past_claimed =
+            self.work.config.recompute_overlapping_targets && self.claims_any(&targets);
+        if past_claimed {
+            (assignment, targets) = self.assign_past_claimed(&workload, cq, &assignment);
+        }
+        let fits_once_claimed_are_gone = past_claimed && assignment.mode() == Mode::Fit;
         let mode = assignment.mode();
 
         if mode == Mode::NoFit {
@@ -468,14 +483,23 @@ impl Round<'_> {
             return Outcome::Settled;
         }
 
-        // Earlier entries of this cycle may have claimed the victims or taken the quota. A head
-        // that fits is assigned again in the next round; one that preempts waits for the next
-        // cycle, when the victims claimed now are gone or still count as evicted, rather than
-        // looking for more victims on top of them.
-        if targets
-            .iter()
-            .any(|target| self.work.claimed.contains(&target.workload.key))
-        {
+        if fits_once_claimed_are_gone {
+            let reserved = assignment.usage;
+            self.work.add_cq_usage(cq, &reserved);
+            self.reservations.push((cq, reserved));
+            self.skip(
+                workload,
+                cq,
+                PendingReason::WaitingForPreemptedWorkloads,
+                FITS_AFTER_CLAIMED_PREEMPTIONS,
+            );
+            return Outcome::Retry;
+        }
+
+        // Without that recomputation, a head whose victims were claimed waits for the next
+        // cycle, when they are gone or still count as evicted. A head that no longer fits is
+        // assigned again in the next round, or waits for the next cycle if it preempts.
+        if self.claims_any(&targets) {
             self.skip(
                 workload,
                 cq,
@@ -484,7 +508,7 @@ impl Round<'_> {
             );
             return Outcome::Retry;
         }
-        if !self.fits_after_preemption(cq, &assignment, &targets) {
+        if !self.fits_after_preemption(cq, &assignment, &targets, past_claimed) {
             if mode == Mode::Preempt {
                 self.skip(workload, cq, PendingReason::WaitingForQuota, NO_LONGER_FITS);
             } else {
@@ -545,24 +569,68 @@ impl Round<'_> {
         Outcome::Settled
     }
 
-    /// Whether the assignment's usage fits once the targets' usage is gone.
+    /// Whether any of the targets is the victim of a preemption decided earlier in the cycle.
+    fn claims_any(&self, targets: &[Target]) -> bool {
+        targets
+            .iter()
+            .any(|target| self.work.claimed.contains(&target.workload.key))
+    }
+
+    /// The victims of the preemptions decided so far in the cycle.
+    fn claimed_victims(&self) -> Vec<Arc<AdmittedWorkload>> {
+        self.work
+            .claimed
+            .iter()
+            .filter_map(|key| self.work.workloads.get(key).cloned())
+            .collect()
+    }
+
+    /// The workload's assignment and targets as if the victims claimed so far were gone,
+    /// limited to the flavors of its first assignment (Kueue's nomination mapping).
+    fn assign_past_claimed(
+        &mut self,
+        workload: &Workload,
+        cq: usize,
+        first: &Assignment,
+    ) -> (Assignment, Vec<Target>) {
+        let gone = self.claimed_victims();
+        for victim in &gone {
+            self.work.remove_workload(victim);
+        }
+        let reassigned = assignments(self.work, workload, cq, true, Some(first));
+        for victim in &gone {
+            self.work.add_workload(victim);
+        }
+        reassigned
+    }
+
+    /// Whether the assignment's usage fits once the targets' usage is gone, and with
+    /// `past_claimed` (an assignment made past them) the victims claimed earlier in the cycle.
+    /// Only a preemption is decided on the latter: admissions count every victim until it is
+    /// gone, so no ClusterQueue ever holds more than it may.
     fn fits_after_preemption(
         &mut self,
         cq: usize,
         assignment: &Assignment,
         targets: &[Target],
+        past_claimed: bool,
     ) -> bool {
-        for target in targets {
-            self.work
-                .remove_cq_usage(target.workload.cq, &target.workload.usage);
+        let mut gone: Vec<Arc<AdmittedWorkload>> = targets
+            .iter()
+            .map(|target| Arc::clone(&target.workload))
+            .collect();
+        if past_claimed {
+            gone.extend(self.claimed_victims());
+        }
+        for victim in &gone {
+            self.work.remove_cq_usage(victim.cq, &victim.usage);
         }
         let fits = assignment
             .usage
             .iter()
             .all(|(fr, quantity)| *quantity <= self.work.available(cq, fr));
-        for target in targets {
-            self.work
-                .add_cq_usage(target.workload.cq, &target.workload.usage);
+        for victim in &gone {
+            self.work.add_cq_usage(victim.cq, &victim.usage);
         }
         fits
     }

@@ -340,12 +340,14 @@ struct QuotaCheck {
 }
 
 /// Assigns flavors to a workload's PodSets against the working snapshot; `counts` overrides the
-/// PodSet counts (partial admission).
+/// PodSet counts (partial admission); `nominated`, an earlier assignment of the same workload,
+/// limits each PodSet's resources to the flavors it chose (Kueue's nomination mapping).
 pub(super) fn assign(
     snapshot: &mut Snapshot,
     workload: &Workload,
     cq: usize,
     counts: Option<&[i32]>,
+    nominated: Option<&Assignment>,
 ) -> Assignment {
     let spec = std::sync::Arc::clone(&snapshot.cqs[cq].spec);
     let covers_pods = group_of(&spec, PODS_RESOURCE).is_some();
@@ -400,6 +402,9 @@ pub(super) fn assign(
                 pod_set,
                 requests: &requests,
                 earlier: &placed,
+                nominated: nominated
+                    .and_then(|nominated| nominated.pod_sets.get(index))
+                    .map(|pod_set| &pod_set.flavors),
             };
             let (flavors, reasons) =
                 search.find(snapshot, resource, &assignment.usage, &mut result);
@@ -460,6 +465,9 @@ struct FlavorSearch<'a> {
     pod_set: &'a PodSet,
     requests: &'a BTreeMap<String, Quantity>,
     earlier: &'a [EarlierPlacement<'a>],
+    /// The flavors an earlier assignment chose for this PodSet's resources, the only ones
+    /// tried when set.
+    nominated: Option<&'a BTreeMap<String, FlavorChoice>>,
 }
 
 impl FlavorSearch<'_> {
@@ -490,7 +498,17 @@ impl FlavorSearch<'_> {
         let mut best: BTreeMap<String, FlavorChoice> = BTreeMap::new();
         let mut best_mode = GranularMode::WORST;
         let mut placements: BTreeMap<&str, TopologyAssignment> = BTreeMap::new();
+        let pinned = self
+            .nominated
+            .map(|nominated| nominated.get(resource).map(|choice| choice.flavor.as_str()));
         for flavor in &group.flavors {
+            if pinned.is_some_and(|pinned| pinned != Some(flavor.name.as_str())) {
+                reasons.push(format!(
+                    "skipping flavor {} as it is not found in the nomination mapping for resource {resource}",
+                    flavor.name
+                ));
+                continue;
+            }
             if let Some(reason) = self.check_flavor(snapshot, group, &flavor.name) {
                 reasons.push(reason);
                 result.record_attempt(

@@ -63,6 +63,11 @@ pub struct SchedulerConfig {
     /// The `PrioritizePreemptorWorkloads` feature gate (off by default in Kueue): heads that
     /// wait for their victims go first in a cycle, so that no other head claims those victims.
     pub prioritize_preemptors: bool,
+    /// The `RecomputeAssignmentUponPreemptionTargetsOverlap` feature gate (on by default in
+    /// Kueue): a head whose victims an earlier head of the cycle claimed is assigned again, on
+    /// the flavors it first chose, as if those victims were gone, instead of waiting for the
+    /// next cycle.
+    pub recompute_overlapping_targets: bool,
     /// `waitForPodsReady.blockAdmission`: nothing is admitted while a workload holding quota
     /// is not `PodsReady`, so one workload at a time starts its pods.
     pub block_admission: bool,
@@ -76,6 +81,7 @@ impl Default for SchedulerConfig {
             fair_sharing: None,
             partial_admission: true,
             prioritize_preemptors: false,
+            recompute_overlapping_targets: true,
             block_admission: false,
             format_quantity: format_plain,
         }

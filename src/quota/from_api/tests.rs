@@ -264,6 +264,7 @@ fn configuration_maps_to_scheduler_settings() {
     assert!(defaults.fair_sharing.is_none());
     assert!(defaults.partial_admission);
     assert!(!defaults.prioritize_preemptors);
+    assert!(defaults.recompute_overlapping_targets);
     assert_eq!((defaults.format_quantity)("cpu", 1500), "1500m");
 
     let gated = Configuration {
@@ -271,11 +272,18 @@ fn configuration_maps_to_scheduler_settings() {
             .feature_gates
             .clone()
             .with(Feature::PartialAdmission, false)
-            .with(Feature::PrioritizePreemptorWorkloads, true),
+            .with(Feature::PrioritizePreemptorWorkloads, true)
+            .with(
+                Feature::RecomputeAssignmentUponPreemptionTargetsOverlap,
+                false,
+            )
+            .with(Feature::PriorityBoost, true),
         ..config.clone()
     };
     assert!(!scheduler_config(&gated).partial_admission);
     assert!(scheduler_config(&gated).prioritize_preemptors);
+    assert!(!scheduler_config(&gated).recompute_overlapping_targets);
+    assert!(ConversionOptions::from_config(&gated).priority_boost);
     assert_eq!((defaults.format_quantity)("memory", 1 << 30), "1Gi");
 
     config.fair_sharing = Some(crate::config::FairSharing {

@@ -3,9 +3,11 @@
 
 use pretty_assertions::assert_eq;
 
+use super::super::flavor::{Assignment, assign};
 use super::super::model::*;
 use super::super::{
-    Decision, PendingReason, PreemptionReason, Queues, RequeueScope, SchedulerConfig, Victim, cycle,
+    Decision, PendingReason, PreemptionReason, Queues, RequeueScope, SchedulerConfig, Snapshot,
+    Victim, cycle,
 };
 use super::builders::*;
 use super::{Scenario, builder, run, snapshot};
@@ -40,6 +42,14 @@ fn overlapping(name: &str) -> Decision {
         name,
         PendingReason::WaitingForQuota,
         "Workload has overlapping preemption targets with another workload",
+    )
+}
+
+fn fits_once_claimed_are_gone(name: &str) -> Decision {
+    inadmissible(
+        name,
+        PendingReason::WaitingForPreemptedWorkloads,
+        "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete",
     )
 }
 
@@ -350,7 +360,7 @@ fn preemption_in_the_cohort() {
             )],
         },
         Scenario {
-            name: "a victim claimed by one preemptor is not counted on by another",
+            name: "a head whose victim another claimed fits once that preemption is done",
             snapshot: snapshot(
                 reclaiming_queues(),
                 vec![wl("b1", "cq-b", 0, 10).admitted_in("cq-b", "default", 1)],
@@ -368,7 +378,7 @@ fn preemption_in_the_cohort() {
                     )],
                     &pending_preemption(&unused("cpu", "default", 4), 1),
                 ),
-                overlapping("c"),
+                fits_once_claimed_are_gone("c"),
             ],
         },
     ]);
@@ -638,37 +648,100 @@ fn strict_fifo_preemptor_keeps_its_capacity_while_it_waits() {
     );
 }
 
+/// [`reclaiming_queues`] holding `admitted`, with or without
+/// `RecomputeAssignmentUponPreemptionTargetsOverlap`.
+fn reclaiming(recompute: bool, admitted: Vec<Workload>) -> Snapshot {
+    let builder = reclaiming_queues()
+        .into_iter()
+        .fold(builder(), |builder, cq| builder.cluster_queue(cq))
+        .config(SchedulerConfig {
+            recompute_overlapping_targets: recompute,
+            ..SchedulerConfig::default()
+        });
+    admitted
+        .into_iter()
+        .fold(builder, |builder, workload| builder.admitted(workload))
+        .build()
+}
+
 #[test]
-fn a_head_whose_victims_another_claimed_waits_for_the_next_cycle() {
+fn a_head_whose_victims_another_claimed_waits_until_they_are_gone() {
     let b1 = || wl("b1", "cq-b", 0, 5).admitted_in("cq-b", "default", 1);
     let b2 = || wl("b2", "cq-b", 0, 5).admitted_in("cq-b", "default", 2);
+    for recompute in [false, true] {
+        let mut queues = Queues::new();
+        queues.push(wl("a", "cq-a", 1, 4));
+        queues.push(wl("c", "cq-c", 2, 1));
+        // "c" would also take "b2", which "a" claimed first. Assigned again as if "b2" were
+        // gone, it fits beside "a"; without that, it waits for the next cycle.
+        let c = if recompute {
+            fits_once_claimed_are_gone("c")
+        } else {
+            overlapping("c")
+        };
+        assert_eq!(
+            cycle(&reclaiming(recompute, vec![b1(), b2()]), &mut queues),
+            vec![reclaims_b2("a", "/all/cq-a"), c.clone()],
+            "recompute: {recompute}"
+        );
+        assert_eq!(
+            cycle(
+                &reclaiming(recompute, vec![b1(), b2().evicted()]),
+                &mut queues
+            ),
+            vec![reclaims_b2("a", "/all/cq-a"), c],
+            "recompute: {recompute}"
+        );
+        let freed = reclaiming(recompute, vec![b1()]);
+        queues.requeue_inadmissible(&freed, RequeueScope::All);
+        assert_eq!(
+            cycle(&freed, &mut queues),
+            vec![
+                admit_cpu("a", "cq-a", "default", 4),
+                admit_cpu("c", "cq-c", "default", 1)
+            ],
+            "recompute: {recompute}"
+        );
+    }
+}
+
+#[test]
+fn a_head_whose_victims_another_claimed_preempts_others_in_the_same_cycle() {
+    let admitted = || {
+        vec![
+            wl("b1", "cq-b", 0, 5).admitted_in("cq-b", "default", 1),
+            wl("b2", "cq-b", 0, 5).admitted_in("cq-b", "default", 2),
+        ]
+    };
+    // "c" would also take "b2", which "a" claimed first. Assigned again as if "b2" were gone
+    // and "a" in, it still needs 3 more: it reclaims "b1" in the same cycle.
     let mut queues = Queues::new();
     queues.push(wl("a", "cq-a", 1, 4));
-    queues.push(wl("c", "cq-c", 2, 1));
-    // "c" would also take "b2", which "a" claimed first. Looking further, it would evict "b1"
-    // for capacity that is free once "b2" is gone and "a" is in.
+    queues.push(wl("c", "cq-c", 2, 4));
     assert_eq!(
-        cycle(
-            &snapshot(reclaiming_queues(), vec![b1(), b2()]),
-            &mut queues
-        ),
-        vec![reclaims_b2("a", "/all/cq-a"), overlapping("c")]
-    );
-    assert_eq!(
-        cycle(
-            &snapshot(reclaiming_queues(), vec![b1(), b2().evicted()]),
-            &mut queues
-        ),
-        vec![reclaims_b2("a", "/all/cq-a"), overlapping("c")]
-    );
-    let freed = snapshot(reclaiming_queues(), vec![b1()]);
-    queues.requeue_inadmissible(&freed, RequeueScope::All);
-    assert_eq!(
-        cycle(&freed, &mut queues),
+        cycle(&reclaiming(true, admitted()), &mut queues),
         vec![
-            admit_cpu("a", "cq-a", "default", 4),
-            admit_cpu("c", "cq-c", "default", 1)
+            reclaims_b2("a", "/all/cq-a"),
+            preempt(
+                "c",
+                vec![victim(
+                    "b1",
+                    "cq-b",
+                    PreemptionReason::InCohortReclamation,
+                    "c",
+                    ("/all/cq-c", "/all/cq-b"),
+                )],
+                &pending_preemption(&unused("cpu", "default", 3), 1),
+            ),
         ]
+    );
+    let mut queues = Queues::new();
+    queues.push(wl("a", "cq-a", 1, 4));
+    queues.push(wl("c", "cq-c", 2, 4));
+    assert_eq!(
+        cycle(&reclaiming(false, admitted()), &mut queues),
+        vec![reclaims_b2("a", "/all/cq-a"), overlapping("c")],
+        "without the recomputation it waits for the next cycle"
     );
 }
 
@@ -680,6 +753,7 @@ fn prioritize_preemptor_workloads_lets_a_waiting_preemptor_keep_its_victims() {
             .fold(builder(), |builder, cq| builder.cluster_queue(cq))
             .config(SchedulerConfig {
                 prioritize_preemptors,
+                recompute_overlapping_targets: false,
                 ..SchedulerConfig::default()
             })
             .admitted(wl("b1", "cq-b", 0, 5).admitted_in("cq-b", "default", 1))
@@ -731,5 +805,45 @@ fn block_admission_does_not_hold_back_preemption() {
             vec![in_queue("low", "high")],
             &pending_preemption(&unused("cpu", "default", 5), 1),
         )]
+    );
+}
+
+#[test]
+fn an_assignment_made_again_keeps_to_the_flavors_first_chosen() {
+    let two_flavors = || {
+        ClusterQueue::new("cq").group(group(
+            &["cpu"],
+            vec![
+                fq("default", vec![rq("cpu", 5)]),
+                fq("on-demand", vec![rq("cpu", 5)]),
+            ],
+        ))
+    };
+    let full = |flavor: &str| {
+        snapshot(
+            vec![two_flavors()],
+            vec![wl("big", "cq", 0, 5).admitted_in("cq", flavor, 1)],
+        )
+    };
+    let workload = wl("w", "cq", 1, 3);
+    let assign = |mut work: Snapshot, nominated: Option<&Assignment>| {
+        let cq = work.cq_index["cq"];
+        assign(&mut work, &workload, cq, None, nominated)
+    };
+    let flavor_of = |assignment: &Assignment| {
+        assignment.to_admission("cq").pod_set_assignments[0].flavors["cpu"].clone()
+    };
+
+    let first = assign(full("default"), None);
+    assert_eq!(flavor_of(&first), "on-demand");
+    assert_eq!(flavor_of(&assign(full("on-demand"), None)), "default");
+    let again = assign(full("on-demand"), Some(&first));
+    assert_eq!(
+        again.message(),
+        main_msg(&format!(
+            "{}, skipping flavor default as it is not found in the nomination mapping for resource cpu",
+            unused("cpu", "on-demand", 3)
+        )),
+        "default has room, but on-demand was chosen first"
     );
 }
