@@ -660,6 +660,16 @@ struct LocalQueueEvictionLabels {
     replica_role: ReplicaRole,
 }
 
+/// Labels `name, namespace, cluster_queue, replica_role` of
+/// `kueue_local_queue_admission_fair_sharing_usage`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct LocalQueueFairSharingLabels {
+    name: String,
+    namespace: String,
+    cluster_queue: String,
+    replica_role: ReplicaRole,
+}
+
 /// Labels `name, namespace, flavor, resource, replica_role`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct LocalQueueResourceLabels {
@@ -689,6 +699,9 @@ pub struct LocalQueueGauges {
     pub active: bool,
     /// Per flavor and resource its ClusterQueue declares: the quota its workloads hold.
     pub resources: Vec<LocalQueueResource>,
+    /// Under admission fair sharing: its ClusterQueue and its usage (weighted consumption
+    /// divided by its weight).
+    pub admission_fair_sharing: Option<(String, f64)>,
 }
 
 /// Quota one LocalQueue's workloads hold of one flavor and resource, in the resource's unit
@@ -707,9 +720,16 @@ pub struct LocalQueueResource {
 
 /// A LocalQueue as the exposure set keys it: (namespace, name).
 type LocalQueueKey = (String, String);
-/// Exposed LocalQueues, each with the (flavor, resource) pairs its resource gauges were last
-/// set for.
-type ExposedLocalQueues = BTreeMap<LocalQueueKey, BTreeSet<(String, String)>>;
+/// The label values an exposed LocalQueue's gauges were last set for, to remove them later.
+#[derive(Clone, Debug, Default)]
+struct ReportedLabels {
+    /// (flavor, resource) pairs of its resource gauges.
+    resources: BTreeSet<(String, String)>,
+    /// The ClusterQueue of its admission fair sharing usage.
+    fair_sharing_queue: Option<String>,
+}
+/// Exposed LocalQueues, each with the labels its gauges were last set for.
+type ExposedLocalQueues = BTreeMap<LocalQueueKey, ReportedLabels>;
 
 /// Kueue's `kueue_local_queue_*` metrics that Kuota has data for, exported only for the
 /// LocalQueues [`LocalQueueMetrics::expose_only`] names (Kueue's `metrics.localQueueMetrics`
@@ -728,6 +748,7 @@ pub struct LocalQueueMetrics {
     status: Family<LocalQueueActiveLabels, Gauge>,
     resource_reservation: Family<LocalQueueResourceLabels, AmountGauge>,
     resource_usage: Family<LocalQueueResourceLabels, AmountGauge>,
+    admission_fair_sharing_usage: Family<LocalQueueFairSharingLabels, AmountGauge>,
     /// Kept so that the series of pairs and queues that go away can be removed.
     exposed: Arc<Mutex<ExposedLocalQueues>>,
 }
@@ -747,6 +768,7 @@ impl Default for LocalQueueMetrics {
             status: Family::default(),
             resource_reservation: Family::default(),
             resource_usage: Family::default(),
+            admission_fair_sharing_usage: Family::default(),
             exposed: Arc::default(),
         }
     }
@@ -814,6 +836,11 @@ impl LocalQueueMetrics {
             "The quota used by the local_queue's admitted workloads, per flavor and resource",
             self.resource_usage.clone(),
         );
+        registry.register(
+            "kueue_local_queue_admission_fair_sharing_usage",
+            "The local_queue's admission fair sharing usage: its consumed resources weighted per resource, divided by its fair sharing weight",
+            self.admission_fair_sharing_usage.clone(),
+        );
     }
 
     fn lock_exposed(&self) -> std::sync::MutexGuard<'_, ExposedLocalQueues> {
@@ -836,8 +863,8 @@ impl LocalQueueMetrics {
             .cloned()
             .collect();
         for queue in gone {
-            let resources = exposed.remove(&queue).unwrap_or_default();
-            self.remove_gauges(&queue, &resources, replica_role);
+            let reported = exposed.remove(&queue).unwrap_or_default();
+            self.remove_gauges(&queue, &reported, replica_role);
         }
         for queue in queues {
             exposed.entry(queue).or_default();
@@ -847,7 +874,7 @@ impl LocalQueueMetrics {
     fn remove_gauges(
         &self,
         (namespace, name): &LocalQueueKey,
-        resources: &BTreeSet<(String, String)>,
+        reported: &ReportedLabels,
         replica_role: ReplicaRole,
     ) {
         for status in PENDING_STATUSES {
@@ -873,10 +900,19 @@ impl LocalQueueMetrics {
         };
         self.reserving_active_workloads.remove(&labels);
         self.admitted_active_workloads.remove(&labels);
-        for (flavor, resource) in resources {
+        for (flavor, resource) in &reported.resources {
             let labels = resource_labels(namespace, name, flavor, resource, replica_role);
             self.resource_reservation.remove(&labels);
             self.resource_usage.remove(&labels);
+        }
+        if let Some(cluster_queue) = &reported.fair_sharing_queue {
+            self.admission_fair_sharing_usage
+                .remove(&LocalQueueFairSharingLabels {
+                    name: name.clone(),
+                    namespace: namespace.clone(),
+                    cluster_queue: cluster_queue.clone(),
+                    replica_role,
+                });
         }
     }
 
@@ -932,7 +968,7 @@ impl LocalQueueMetrics {
             .iter()
             .map(|amount| (amount.flavor.clone(), amount.resource.clone()))
             .collect();
-        for (flavor, resource) in reported.difference(&now) {
+        for (flavor, resource) in reported.resources.difference(&now) {
             let labels = resource_labels(namespace, name, flavor, resource, replica_role);
             self.resource_reservation.remove(&labels);
             self.resource_usage.remove(&labels);
@@ -952,7 +988,29 @@ impl LocalQueueMetrics {
                 .get_or_create(&labels)
                 .set(amount.in_use);
         }
-        *reported = now;
+        reported.resources = now;
+        let fair_sharing_labels = |cluster_queue: &str| LocalQueueFairSharingLabels {
+            name: name.to_owned(),
+            namespace: namespace.to_owned(),
+            cluster_queue: cluster_queue.to_owned(),
+            replica_role,
+        };
+        let fair_sharing_queue = gauges
+            .admission_fair_sharing
+            .as_ref()
+            .map(|(cluster_queue, _)| cluster_queue);
+        if let Some(previous) = &reported.fair_sharing_queue
+            && Some(previous) != fair_sharing_queue
+        {
+            self.admission_fair_sharing_usage
+                .remove(&fair_sharing_labels(previous));
+        }
+        if let Some((cluster_queue, usage)) = &gauges.admission_fair_sharing {
+            self.admission_fair_sharing_usage
+                .get_or_create(&fair_sharing_labels(cluster_queue))
+                .set(*usage);
+        }
+        reported.fair_sharing_queue = fair_sharing_queue.cloned();
     }
 
     /// The labels of an exposed LocalQueue's counters, `None` for one not exposed.
@@ -1206,6 +1264,7 @@ mod tests {
                 reserved: 1.5,
                 in_use: 0.5,
             }],
+            admission_fair_sharing: Some(("cq".to_owned(), 0.25)),
         }
     }
 
@@ -1233,6 +1292,7 @@ mod tests {
             "kueue_local_queue_status{name=\"lq\",namespace=\"ns\",active=\"Unknown\",replica_role=\"leader\"} 0\n",
             "kueue_local_queue_resource_reservation{name=\"lq\",namespace=\"ns\",flavor=\"default\",resource=\"cpu\",replica_role=\"leader\"} 1.5\n",
             "kueue_local_queue_resource_usage{name=\"lq\",namespace=\"ns\",flavor=\"default\",resource=\"cpu\",replica_role=\"leader\"} 0.5\n",
+            "kueue_local_queue_admission_fair_sharing_usage{name=\"lq\",namespace=\"ns\",cluster_queue=\"cq\",replica_role=\"leader\"} 0.25\n",
             "kueue_local_queue_quota_reserved_workloads_total{name=\"lq\",namespace=\"ns\",priority_class=\"high\",replica_role=\"leader\"} 1\n",
             "kueue_local_queue_admitted_workloads_total{name=\"lq\",namespace=\"ns\",priority_class=\"high\",replica_role=\"leader\"} 1\n",
             "kueue_local_queue_admission_wait_time_seconds_bucket{le=\"4.0\",name=\"lq\",namespace=\"ns\",priority_class=\"high\",replica_role=\"leader\"} 1\n",
@@ -1243,13 +1303,20 @@ mod tests {
         }
         assert!(!text.contains("name=\"hidden\""), "{text}");
 
-        // A flavor the ClusterQueue no longer declares loses its series.
+        // A flavor the ClusterQueue no longer declares loses its series; a LocalQueue moved to
+        // another ClusterQueue reports its usage under that one only.
         let mut fewer = lq_gauges();
         fewer.resources.clear();
+        fewer.admission_fair_sharing = Some(("other".to_owned(), 0.5));
         local_queues.report("ns", "lq", role, &fewer);
         let text = metrics.encode().unwrap();
         assert!(
             !text.contains("kueue_local_queue_resource_usage{"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("cluster_queue=\"cq\"")
+                && text.contains("kueue_local_queue_admission_fair_sharing_usage{name=\"lq\",namespace=\"ns\",cluster_queue=\"other\",replica_role=\"leader\"} 0.5\n"),
             "{text}"
         );
 
@@ -1263,6 +1330,7 @@ mod tests {
             "kueue_local_queue_status{",
             "kueue_local_queue_reserving_active_workloads{",
             "kueue_local_queue_admitted_active_workloads{",
+            "kueue_local_queue_admission_fair_sharing_usage{",
         ] {
             assert!(!text.contains(family), "{family} in\n{text}");
         }

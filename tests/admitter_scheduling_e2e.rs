@@ -32,7 +32,7 @@ use kube::{Api, Client, ResourceExt};
 use kuota::admitter::jobs::run_job_controllers;
 use kuota::admitter::run_scheduler;
 use kuota::api::v1beta2::{ClusterQueue, LocalQueue, ResourceFlavor, Topology, Workload};
-use kuota::config::{Configuration, LoadOptions};
+use kuota::config::{AdmissionFairSharing, Configuration, LoadOptions};
 use kuota::k8s::leader::lead;
 use kuota::metrics::{EventMetrics, MetricsRegistry};
 use kuota::quota::model::{Admission, PodSetAssignment};
@@ -785,6 +785,81 @@ async fn a_restarted_scheduler_rebuilds_usage_from_workload_status() {
     );
     let last = env.admitted(&["after-1", "after-2"]).await;
     assert_eq!(last.len(), 1, "never past quota: {last:?}");
+
+    second.stop().await;
+    env.cleanup().await;
+}
+
+/// The scheduler's configuration with `admissionFairSharing` sampling every `sampling`.
+fn fair_sharing_config(sampling: Duration) -> Arc<Configuration> {
+    let mut config = Configuration::clone(&config());
+    config.admission_fair_sharing = Some(AdmissionFairSharing {
+        usage_half_life_time: Duration::from_secs(600),
+        usage_sampling_interval: sampling,
+        resource_weights: Default::default(),
+    });
+    Arc::new(config)
+}
+
+#[tokio::test]
+async fn admission_fair_sharing_admits_from_the_local_queue_that_used_less_after_a_restart() {
+    let mut env = env().await;
+    let flavor = env.flavor("default").await;
+    let cq = env
+        .cluster_queue(
+            "cq",
+            &flavor,
+            "2",
+            json!({"admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"}}),
+        )
+        .await;
+    env.local_queue("lq-a", &cq).await;
+    env.local_queue("lq-b", &cq).await;
+    let local_queues: Api<LocalQueue> = Api::namespaced(env.client.clone(), env.ns.name());
+    let consumed_cpu = |name: &'static str| {
+        let local_queues = local_queues.clone();
+        async move {
+            let status = serde_json::to_value(local_queues.get(name).await.ok()?.status).ok()?;
+            let fair = status.pointer("/fairSharing/admissionFairSharingStatus")?;
+            Some(
+                fair["consumedResources"]["cpu"]
+                    .as_str()
+                    .unwrap_or("0")
+                    .to_owned(),
+            )
+        }
+    };
+
+    // lq-a fills the ClusterQueue; sampled every second, its consumption shows in its status.
+    let first = start_scheduler_with(&env.client, fair_sharing_config(Duration::from_secs(1)));
+    env.workload("a1", "lq-a", "1", 0).await;
+    env.workload("a2", "lq-a", "1", 0).await;
+    env.wait_until("admitted", "a1", is_admitted).await;
+    env.wait_until("admitted", "a2", is_admitted).await;
+    eventually(WAIT, "lq-a's consumption reported", || async {
+        consumed_cpu("lq-a").await.is_some_and(|cpu| cpu != "0")
+            && consumed_cpu("lq-b").await.is_some_and(|cpu| cpu == "0")
+    })
+    .await
+    .expect("both LocalQueues report their consumption");
+    first.stop().await;
+
+    // A new scheduler that will not sample for an hour starts from those statuses: lq-b's
+    // workload goes before lq-a's older one.
+    env.workload("a3", "lq-a", "1", 0).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    env.workload("b1", "lq-b", "1", 0).await;
+    let second = start_scheduler_with(&env.client, fair_sharing_config(Duration::from_secs(3600)));
+    for name in ["a3", "b1"] {
+        env.wait_until("waiting for quota", name, |w| {
+            has_condition(w, "QuotaReserved", "False", "WaitingForQuota")
+        })
+        .await;
+    }
+    env.finish("a1").await;
+    env.wait_until("admitted", "b1", is_admitted).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(env.admitted(&["a3", "b1"]).await, vec!["b1"]);
 
     second.stop().await;
     env.cleanup().await;

@@ -380,7 +380,6 @@ fn full_v1beta2_file_loads() {
         queue_reference_policy: QueueReferencePolicy::Warn,
         warnings: strings(&[
             "clientConnection is ignored: Kuota's API client has no client-side rate limit",
-            "admissionFairSharing is ignored: Kuota does not implement admission fair sharing",
             "metrics.enableClusterQueueResources is ignored: Kuota exports no ClusterQueue resource metrics",
             "health.readinessEndpointName is ignored: Kuota serves readiness at /readyz",
             "health.livenessEndpointName is ignored: Kuota serves liveness at /healthz",

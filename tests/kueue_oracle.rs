@@ -467,6 +467,7 @@ fn sampled_registry() -> MetricsRegistry {
                 reserved: 1.0,
                 in_use: 1.0,
             }],
+            admission_fair_sharing: Some(("cq".to_owned(), 1.0)),
             ..LocalQueueGauges::default()
         },
     );

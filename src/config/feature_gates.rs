@@ -220,7 +220,8 @@ impl Feature {
             | PrioritizePreemptorWorkloads
             | SkipAncestorCheckForDeletedWorkloads
             | PriorityBoost
-            | RecomputeAssignmentUponPreemptionTargetsOverlap => Effect::Read,
+            | RecomputeAssignmentUponPreemptionTargetsOverlap
+            | AdmissionFairSharing => Effect::Read,
             TASProfileMixed
             | TASFailedNodeReplacement
             | TASFailedNodeReplacementFailFast
@@ -260,9 +261,6 @@ impl Feature {
             | KueueDRAIntegrationPartitionableDevices
             | KueueDRAIntegrationConsumableCapacity => Effect::NotImplemented(
                 "Kuota does not count dynamic resource allocation claims against quota",
-            ),
-            AdmissionFairSharing => Effect::NotImplemented(
-                "Kuota does not implement admission fair sharing between LocalQueues",
             ),
             SparkApplicationIntegration => {
                 Effect::NotImplemented("Kuota has no SparkApplication integration")

@@ -13,8 +13,9 @@
 //!   not enforced: a workload kind that quietly bypasses quota is worse than a startup error.
 //! - Sections for Kueue features Kuota does not implement (`multiKueue`, `tls`,
 //!   `pprofBindAddress`, `metrics.customLabels`,
-//!   `resources.deviceClassMappings`, `admissionFairSharing`, v1beta1 `queueVisibility` and
-//!   `integrations.podOptions`) are accepted so Kueue files load, and reported in
+//!   `resources.deviceClassMappings`, v1beta1 `queueVisibility` and
+//!   `integrations.podOptions`; `admissionFairSharing` with its feature gate off) are accepted
+//!   so Kueue files load, and reported in
 //!   [`Configuration::warnings`]. So are settings Kuota validates but does not act on:
 //!   `clientConnection`, `metrics.enableClusterQueueResources` when on,
 //!   `healthProbeBindAddress: "0"`, probe paths other than `/readyz` and `/healthz`,

@@ -221,8 +221,9 @@ impl Resolver {
         );
         self.ignored(
             "admissionFairSharing",
-            hub.admission_fair_sharing.is_some(),
-            "Kuota does not implement admission fair sharing",
+            hub.admission_fair_sharing.is_some()
+                && !feature_gates.enabled(Feature::AdmissionFairSharing),
+            "the AdmissionFairSharing feature gate is off",
         );
         Configuration {
             api_version: origin,
@@ -250,6 +251,7 @@ impl Resolver {
                 .map(|fair_sharing| self.fair_sharing(fair_sharing)),
             admission_fair_sharing: hub
                 .admission_fair_sharing
+                .filter(|_| feature_gates.enabled(Feature::AdmissionFairSharing))
                 .map(|fair_sharing| self.admission_fair_sharing(fair_sharing)),
             resources: self.resources(resources, &feature_gates),
             object_retention_policies: self
@@ -737,12 +739,13 @@ metrics: {bindAddress: ':8443', enableClusterQueueResources: true, localQueueMet
 health: {healthProbeBindAddress: '0', readinessEndpointName: /ready, livenessEndpointName: /live}
 clientConnection: {qps: 300}
 admissionFairSharing: {usageHalfLifeTime: 1h}
+featureGates: {AdmissionFairSharing: false}
 ";
         assert_eq!(
             warnings(body),
             [
                 "clientConnection is ignored: Kuota's API client has no client-side rate limit",
-                "admissionFairSharing is ignored: Kuota does not implement admission fair sharing",
+                "admissionFairSharing is ignored: the AdmissionFairSharing feature gate is off",
                 "metrics.enableClusterQueueResources is ignored: Kuota exports no ClusterQueue resource metrics",
                 "health.healthProbeBindAddress \"0\" is ignored: Kuota always serves its probes (then on 0.0.0.0:8081)",
                 "health.readinessEndpointName is ignored: Kuota serves readiness at /readyz",

@@ -30,13 +30,15 @@ use super::model::{
     TolerationOperator, TopologyAssignment, TopologyDomain, TopologyLevel, TopologyRequest,
 };
 use super::node_usage::NodeUsage;
-use super::{FairSharingConfig, FairSharingStrategy, SchedulerConfig};
+use super::{
+    AdmissionFairSharingConfig, FairSharingConfig, FairSharingStrategy, SchedulerConfig, decay_rate,
+};
 use crate::api::constants::{JOB_UID_LABEL, condition, reason};
 use crate::api::v1beta2 as api;
 use crate::config::{Configuration, Feature, PreemptionStrategy, RequeuingTimestamp};
 use crate::jobs::requests::pod_requests;
 use crate::k8s::conditions::find_true;
-use crate::k8s::quantity::{QuantityError, format_quantity, resource_value};
+use crate::k8s::quantity::{CPU, QuantityError, format_quantity, resource_value};
 
 /// The object whose quotas are being read, for messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,6 +193,29 @@ pub fn scheduler_config(config: &Configuration) -> SchedulerConfig {
             .as_ref()
             .is_some_and(|wait| wait.block_admission),
         format_quantity: format_for_messages,
+        admission_fair_sharing: config.admission_fair_sharing.as_ref().map(|fair_sharing| {
+            AdmissionFairSharingConfig {
+                resource_weights: fair_sharing.resource_weights.clone(),
+                entry_penalty_rate: decay_rate(
+                    fair_sharing.usage_sampling_interval.as_secs_f64(),
+                    fair_sharing.usage_half_life_time.as_secs_f64(),
+                ),
+                base_units,
+            }
+        }),
+    }
+}
+
+/// A canonical quantity in the resource's base unit, as Kueue's admission fair sharing counts
+/// it (`cpu` in cores rather than millicores).
+pub fn base_units(resource: &str, value: Quantity) -> f64 {
+    // Quantities beyond 2^53 lose precision, as they do in Kueue's float arithmetic.
+    #[allow(clippy::cast_precision_loss)]
+    let value = value as f64;
+    if resource == CPU {
+        value / 1000.0
+    } else {
+        value
     }
 }
 
@@ -680,7 +705,7 @@ fn resource_groups<P: QuotaPolicy>(
 }
 
 /// A fair sharing weight (default 1), read with milli precision.
-fn fair_weight(fair_sharing: Option<&api::FairSharing>) -> f64 {
+pub fn fair_weight(fair_sharing: Option<&api::FairSharing>) -> f64 {
     fair_sharing
         .and_then(|fair_sharing| fair_sharing.weight.as_ref())
         .and_then(|weight| resource_value("cpu", weight).ok())
@@ -922,6 +947,9 @@ pub fn cluster_queue<P: QuotaPolicy>(
         },
         stop_policy: stop_policy(spec.stop_policy),
         fair_sharing_weight: fair_weight(spec.fair_sharing.as_ref()),
+        admission_fair_sharing: spec.admission_scope.as_ref().is_some_and(|scope| {
+            scope.admission_mode == api::AdmissionMode::UsageBasedAdmissionFairSharing
+        }),
         active: cq.metadata.deletion_timestamp.is_none()
             && missing_flavors(cq, &references.flavors).is_empty()
             && unusable_admission_checks(cq, references) == (Vec::new(), Vec::new())

@@ -214,7 +214,7 @@ fn pop_heads(
             continue;
         }
         let best_effort = work.cqs[cq].spec.queueing_strategy == QueueingStrategy::BestEffortFifo;
-        while let Some((workload, preemptor)) = queues.pop(&name) {
+        while let Some((workload, preemptor)) = queues.pop(&name, work.admission_fair_sharing(cq)) {
             if workload.admission.is_some() {
                 queues.forget(&workload.key);
                 continue;
@@ -562,6 +562,8 @@ impl Round<'_> {
         *self.waiting_for_pods |= self.work.config.block_admission;
         let admission = assignment.to_admission(&spec.name);
         take_topology(&mut self.work.topologies, &workload, &admission);
+        self.work
+            .charge_entry_penalty(cq, &workload, &admission.usage());
         self.decisions.push(Decision::Admit {
             workload: workload.key.clone(),
             admission,

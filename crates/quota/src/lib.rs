@@ -9,6 +9,7 @@
 //! workloads per ClusterQueue per cycle as fit.
 #![forbid(unsafe_code)]
 
+mod admission_fair_sharing;
 mod cycle;
 mod decision;
 mod fair_sharing;
@@ -22,6 +23,10 @@ pub mod topology;
 #[cfg(test)]
 mod tests;
 
+pub use admission_fair_sharing::{
+    AdmissionFairSharingConfig, LocalQueueUsage, decay_rate, decayed, entry_penalty,
+    local_queue_key, weighted_usage,
+};
 pub use cycle::cycle;
 pub use decision::{Decision, EvictionReason, PendingReason, PreemptionReason, Victim};
 pub use queue::{PendingCounts, Queues, RequeueScope, queue_order};

@@ -419,6 +419,9 @@ pub struct ClusterQueue {
     pub stop_policy: StopPolicy,
     /// Fair sharing weight (default 1).
     pub fair_sharing_weight: f64,
+    /// `admissionScope.admissionMode: UsageBasedAdmissionFairSharing`: pending workloads are
+    /// taken from the LocalQueue that recently used the least first.
+    pub admission_fair_sharing: bool,
     /// False when the caller found the queue unusable (e.g. missing flavors or admission checks).
     pub active: bool,
 }
@@ -436,6 +439,7 @@ impl ClusterQueue {
             flavor_fungibility: FlavorFungibility::default(),
             stop_policy: StopPolicy::default(),
             fair_sharing_weight: 1.0,
+            admission_fair_sharing: false,
             active: true,
         }
     }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use foldhash::{HashMap, HashSet};
 use jiff::Timestamp;
 
+use super::admission_fair_sharing::{LocalQueueUsage, local_queue_key};
 use super::decision::PendingReason;
 use super::model::{FlavorResource, PodSet, Quantity, Workload, hash_pod_set_numbers};
 use super::snapshot::Snapshot;
@@ -150,6 +151,50 @@ pub(super) struct Verdict {
 
 type Usage = BTreeMap<FlavorResource, Quantity>;
 
+/// The active workloads of a ClusterQueue under admission fair sharing, per LocalQueue
+/// (`namespace/name`), each in queue order: the next one is the first of the LocalQueue that
+/// used the least.
+#[derive(Clone, Debug, Default)]
+struct ByLocalQueue(HashMap<String, BTreeSet<InQueueOrder>>);
+
+impl ByLocalQueue {
+    fn of(active: &BTreeSet<InQueueOrder>) -> Self {
+        let mut index = Self::default();
+        for entry in active {
+            index.insert(Arc::clone(&entry.0));
+        }
+        index
+    }
+
+    fn insert(&mut self, workload: Arc<Workload>) {
+        self.0
+            .entry(local_queue_key(&workload))
+            .or_default()
+            .insert(InQueueOrder(workload));
+    }
+
+    fn remove(&mut self, workload: &Arc<Workload>) {
+        let key = local_queue_key(workload);
+        if let Some(queued) = self.0.get_mut(&key) {
+            queued.remove(&InQueueOrder(Arc::clone(workload)));
+            if queued.is_empty() {
+                self.0.remove(&key);
+            }
+        }
+    }
+
+    /// The first workload of the LocalQueue with the lowest usage; between equal usages, queue
+    /// order decides.
+    fn next(&self, usages: &HashMap<String, LocalQueueUsage>) -> Option<&Arc<Workload>> {
+        let usage = |local_queue: &str| usages.get(local_queue).map_or(0.0, |usage| usage.usage);
+        self.0
+            .iter()
+            .filter_map(|(local_queue, queued)| Some((usage(local_queue), queued.first()?)))
+            .min_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)))
+            .map(|(_, first)| &first.0)
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 struct ClusterQueueQueue {
     active: BTreeSet<InQueueOrder>,
@@ -168,18 +213,29 @@ struct ClusterQueueQueue {
     /// Capacity held back by blocked StrictFIFO heads that wait for quota without being
     /// evaluated again until a change.
     holds: BTreeMap<String, Usage>,
+    /// `active` per LocalQueue, kept while the ClusterQueue uses admission fair sharing.
+    by_local_queue: Option<ByLocalQueue>,
 }
 
 impl ClusterQueueQueue {
     fn insert_active(&mut self, workload: Arc<Workload>) {
         if let Some(ByKey(previous)) = self.active_by_key.replace(ByKey(Arc::clone(&workload))) {
+            if let Some(index) = &mut self.by_local_queue {
+                index.remove(&previous);
+            }
             self.active.remove(&InQueueOrder(previous));
+        }
+        if let Some(index) = &mut self.by_local_queue {
+            index.insert(Arc::clone(&workload));
         }
         self.active.insert(InQueueOrder(workload));
     }
 
     fn remove_active(&mut self, key: &str) -> Option<Arc<Workload>> {
         let ByKey(workload) = self.active_by_key.take(key)?;
+        if let Some(index) = &mut self.by_local_queue {
+            index.remove(&workload);
+        }
         self.active
             .take(&InQueueOrder(workload))
             .map(|entry| entry.0)
@@ -231,6 +287,9 @@ impl ClusterQueueQueue {
             .is_some_and(|held| same_version(held, workload))
         {
             self.active_by_key.replace(entry());
+            if let Some(index) = &mut self.by_local_queue {
+                index.insert(Arc::clone(workload));
+            }
             self.active.replace(InQueueOrder(Arc::clone(workload)));
         } else {
             return false;
@@ -459,9 +518,14 @@ impl Queues {
             .is_some_and(|queue| queue.blocked.is_some())
     }
 
-    /// Takes the next workload of a queue: a waiting preemptor first, then queue order; says
-    /// whether it is that preemptor.
-    pub(super) fn pop(&mut self, cluster_queue: &str) -> Option<(Arc<Workload>, bool)> {
+    /// Takes the next workload of a queue: a waiting preemptor first, then, under admission
+    /// fair sharing (`fair`: the usage of each LocalQueue), the first of the LocalQueue that
+    /// used the least, else queue order; says whether it is that preemptor.
+    pub(super) fn pop(
+        &mut self,
+        cluster_queue: &str,
+        fair: Option<&HashMap<String, LocalQueueUsage>>,
+    ) -> Option<(Arc<Workload>, bool)> {
         let queue = self.queues.get_mut(cluster_queue)?;
         // A parked preemptor stays one; it is only taken here once retried.
         if let Some(preemptor) = queue.preemptor.clone()
@@ -470,8 +534,17 @@ impl Queues {
             queue.preemptor = None;
             return Some((workload, true));
         }
-        let InQueueOrder(workload) = queue.active.pop_first()?;
-        queue.active_by_key.remove(workload.key.as_str());
+        let Some(usages) = fair else {
+            queue.by_local_queue = None;
+            let InQueueOrder(workload) = queue.active.pop_first()?;
+            queue.active_by_key.remove(workload.key.as_str());
+            return Some((workload, false));
+        };
+        let index = queue
+            .by_local_queue
+            .get_or_insert_with(|| ByLocalQueue::of(&queue.active));
+        let key = index.next(usages)?.key.clone();
+        let workload = queue.remove_active(&key)?;
         Some((workload, false))
     }
 
@@ -482,6 +555,7 @@ impl Queues {
         };
         queue.unblock();
         queue.active_by_key.clear();
+        queue.by_local_queue = None;
         std::mem::take(&mut queue.active)
             .into_iter()
             .map(|entry| entry.0)

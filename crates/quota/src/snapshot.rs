@@ -9,6 +9,9 @@ use std::sync::Arc;
 use foldhash::HashMapExt;
 use jiff::Timestamp;
 
+use super::admission_fair_sharing::{
+    AdmissionFairSharingConfig, LocalQueueUsage, entry_penalty, local_queue_key, weighted_usage,
+};
 use super::model::{
     Admission, ClusterQueue, Cohort, FlavorResource, Quantity, ResourceFlavor, ResourceGroup,
     StopPolicy, Workload,
@@ -73,6 +76,9 @@ pub struct SchedulerConfig {
     pub block_admission: bool,
     /// Renders quantities in messages.
     pub format_quantity: QuantityFormatter,
+    /// `admissionFairSharing` with its feature gate on; `None` leaves LocalQueues unordered
+    /// even in ClusterQueues that ask for it, as Kueue does.
+    pub admission_fair_sharing: Option<AdmissionFairSharingConfig>,
 }
 
 impl Default for SchedulerConfig {
@@ -84,6 +90,7 @@ impl Default for SchedulerConfig {
             recompute_overlapping_targets: true,
             block_admission: false,
             format_quantity: format_plain,
+            admission_fair_sharing: None,
         }
     }
 }
@@ -217,6 +224,9 @@ pub struct Snapshot {
     /// Free capacity of each topology-aware flavor the caller knows the nodes of, less what
     /// admitted workloads' topology assignments take.
     pub(super) topologies: BTreeMap<String, TopologyCapacity>,
+    /// Admission fair sharing's usage per LocalQueue (`namespace/name`); a cycle adds the
+    /// entry penalties of its admissions.
+    pub(super) local_queue_usage: Arc<foldhash::HashMap<String, LocalQueueUsage>>,
 }
 
 /// Collects the objects a [`Snapshot`] is built from.
@@ -439,6 +449,7 @@ impl SnapshotBuilder {
             workloads: admitted,
             claimed: BTreeSet::new(),
             topologies,
+            local_queue_usage: Arc::default(),
         };
         let roots: Vec<usize> = (0..snapshot.cohorts.len())
             .filter(|&index| snapshot.cohorts[index].node.parent.is_none() && !has_cycle[index])
@@ -515,6 +526,63 @@ impl Snapshot {
     /// The scheduler configuration.
     pub fn config(&self) -> &SchedulerConfig {
         &self.config
+    }
+
+    /// Admission fair sharing's usage per LocalQueue (`namespace/name`); a LocalQueue left out
+    /// has used nothing and weighs 1.
+    #[must_use]
+    pub fn with_local_queue_usage(
+        mut self,
+        usages: foldhash::HashMap<String, LocalQueueUsage>,
+    ) -> Self {
+        self.local_queue_usage = Arc::new(usages);
+        self
+    }
+
+    /// The LocalQueue usages that order the ClusterQueue's pending workloads, when it uses
+    /// admission fair sharing.
+    pub(super) fn admission_fair_sharing(
+        &self,
+        cq: usize,
+    ) -> Option<&foldhash::HashMap<String, LocalQueueUsage>> {
+        (self.config.admission_fair_sharing.is_some() && self.cqs[cq].spec.admission_fair_sharing)
+            .then_some(&*self.local_queue_usage)
+    }
+
+    /// Admission fair sharing's usage of the workload's LocalQueue, when its ClusterQueue
+    /// uses admission fair sharing.
+    pub(super) fn local_queue_usage_of(&self, cq: usize, workload: &Workload) -> Option<f64> {
+        let usages = self.admission_fair_sharing(cq)?;
+        Some(
+            usages
+                .get(&local_queue_key(workload))
+                .map_or(0.0, |usage| usage.usage),
+        )
+    }
+
+    /// Charges the entry penalty of an admission to its LocalQueue, so that later heads of
+    /// the cycle see it.
+    pub(super) fn charge_entry_penalty(
+        &mut self,
+        cq: usize,
+        workload: &Workload,
+        usage: &BTreeMap<FlavorResource, Quantity>,
+    ) {
+        let Some(config) = &self.config.admission_fair_sharing else {
+            return;
+        };
+        if !self.cqs[cq].spec.admission_fair_sharing {
+            return;
+        }
+        let penalty = entry_penalty(usage, config);
+        let usages = Arc::make_mut(&mut self.local_queue_usage);
+        let standing = usages
+            .entry(local_queue_key(workload))
+            .or_insert(LocalQueueUsage {
+                usage: 0.0,
+                weight: 1.0,
+            });
+        standing.usage += weighted_usage(&penalty, &config.resource_weights, standing.weight);
     }
 
     /// The ClusterQueue named `name`.

@@ -14,8 +14,8 @@ use crate::api::constants::condition;
 use crate::api::v1beta2 as api;
 use crate::config::{Configuration, Feature};
 use crate::k8s::conditions::find_true;
-use crate::k8s::quantity::CPU;
 use crate::metrics::{LocalQueueGauges, LocalQueueResource};
+use crate::quota::from_api::base_units;
 use crate::quota::model::FlavorResource;
 use crate::quota::{PendingCounts, Queues};
 
@@ -144,7 +144,7 @@ pub fn local_queue_gauges(
                     resources.into_iter().map(move |resource| {
                         let fr = FlavorResource::new(&flavor, &resource);
                         let amount = |held: &BTreeMap<FlavorResource, i64>| {
-                            in_resource_unit(&resource, held.get(&fr).copied().unwrap_or(0))
+                            base_units(&resource, held.get(&fr).copied().unwrap_or(0))
                         };
                         LocalQueueResource {
                             reserved: amount(&usage.reserved),
@@ -164,19 +164,7 @@ pub fn local_queue_gauges(
         admitted: i64::from(usage.admitted),
         active: find_true(&status.conditions, condition::ACTIVE).is_some(),
         resources,
-    }
-}
-
-/// A canonical amount (cpu in millicores) in the resource's own unit, as Kueue's metrics
-/// report quantities: cpu in cores, everything else as counted.
-fn in_resource_unit(resource: &str, canonical: i64) -> f64 {
-    // Precision beyond 2^53 is lost, as in Kueue's float64 gauges.
-    #[allow(clippy::cast_precision_loss)]
-    let value = canonical as f64;
-    if resource == CPU {
-        value / 1000.0
-    } else {
-        value
+        admission_fair_sharing: None,
     }
 }
 
@@ -376,6 +364,7 @@ mod tests {
                     amount("spot", "cpu", 0.0, 0.0),
                     amount("spot", "memory", 0.0, 0.0),
                 ],
+                admission_fair_sharing: None,
             }
         );
 

@@ -10,6 +10,7 @@
 
 pub mod cluster_state;
 mod dispatch;
+mod fair_usage;
 mod local_queue_metrics;
 mod overlay;
 mod pending_budget;
@@ -150,7 +151,8 @@ impl Scheduler {
             planner: Planner::new(
                 ConversionOptions::from_config(config),
                 scheduler_config(config),
-            ),
+            )
+            .with_admission_fair_sharing(config.admission_fair_sharing.clone()),
             dispatcher: Dispatcher::new(applier),
             metrics,
             role,
@@ -229,6 +231,10 @@ impl Scheduler {
             self.planner.queues.next_requeue_at().filter(|at| *at > now),
             self.planner.backoff.next_retry(now),
             self.next_execution_deadline.filter(|at| *at > now),
+            self.planner
+                .fair_usage
+                .next_sample_at()
+                .filter(|at| *at > now),
         ]
         .into_iter()
         .flatten()
@@ -252,6 +258,7 @@ impl Scheduler {
                 if !cancelled {
                     tracing::error!(%error, workload = key, "a status write task failed");
                 }
+                self.planner.fair_usage.refund(&key);
                 self.planner.overlay.forget_admission(&key);
                 self.planner.overlay.forget_eviction(&key);
                 return true;
@@ -272,12 +279,14 @@ impl Scheduler {
         match (kind, outcome) {
             (UpdateKind::Admit, Outcome::Written { resource_version }) => {
                 self.planner.backoff.succeeded(&key);
+                self.planner.fair_usage.written(&key);
                 self.planner
                     .overlay
                     .admission_written(&key, resource_version);
                 false
             }
             (UpdateKind::Admit, outcome) => {
+                self.planner.fair_usage.refund(&key);
                 self.planner.overlay.forget_admission(&key);
                 if matches!(outcome, Outcome::Failed(_)) {
                     self.planner.backoff.failed(&key, workload_status::now());
@@ -714,6 +723,7 @@ impl Scheduler {
                     .and_then(|name| cluster_queues.get(name).copied()),
                 usage: usages.local_queues.get(&reference).unwrap_or(&no_usage),
                 pending: pending_per_queue.get(&reference).copied().unwrap_or(0),
+                admission_fair_sharing: self.planner.fair_usage.status(&reference),
             };
             let status = queue_status::local_queue_status(local_queue, &facts, now);
             if exposed_local_queues
@@ -723,7 +733,13 @@ impl Scheduler {
                     .get(&reference)
                     .copied()
                     .unwrap_or_default();
-                let gauges = local_queue_gauges(&status, facts.cluster_queue, facts.usage, pending);
+                let mut gauges =
+                    local_queue_gauges(&status, facts.cluster_queue, facts.usage, pending);
+                gauges.admission_fair_sharing = local_queue
+                    .spec
+                    .cluster_queue
+                    .clone()
+                    .zip(self.planner.fair_usage.usage(local_queue));
                 self.metrics.local_queues.report(
                     &reference.namespace,
                     &reference.name,

@@ -10,10 +10,14 @@ use jiff::Timestamp;
 
 use super::cluster_state::{ClusterState, ConversionCache, Converted, convert_cached};
 use super::dispatch::Backoff;
+use super::fair_usage::UsageLedger;
 use super::overlay::Overlay;
 use super::requeue::{Observed, Requeue};
+use crate::config::AdmissionFairSharing;
 use crate::quota::from_api::ConversionOptions;
-use crate::quota::{Decision, Queues, RequeueScope, SchedulerConfig, Snapshot, cycle};
+use crate::quota::{
+    Decision, Queues, RequeueScope, SchedulerConfig, Snapshot, cycle, entry_penalty,
+};
 
 /// What one pass decided, with what it decided on.
 pub struct Plan {
@@ -37,6 +41,8 @@ pub struct Planner {
     observed: Observed,
     /// Admissions the API server refused, waiting to be retried.
     pub(super) backoff: Backoff,
+    /// What each LocalQueue consumed, for admission fair sharing.
+    pub fair_usage: UsageLedger,
 }
 
 impl Planner {
@@ -50,7 +56,16 @@ impl Planner {
             overlay: Overlay::default(),
             observed: Observed::default(),
             backoff: Backoff::default(),
+            fair_usage: UsageLedger::default(),
         }
+    }
+
+    /// Keeps each LocalQueue's consumption for admission fair sharing with `settings` (the
+    /// Configuration's `admissionFairSharing` with its gate on).
+    #[must_use]
+    pub fn with_admission_fair_sharing(mut self, settings: Option<AdmissionFairSharing>) -> Self {
+        self.fair_usage = UsageLedger::new(settings);
+        self
     }
 
     /// How the stores are converted.
@@ -70,7 +85,11 @@ impl Planner {
         let mut converted = convert_cached(state, &self.options, &mut self.cache);
         self.overlay.reconcile(&converted.objects);
         self.overlay.apply(&mut converted);
-        let snapshot = converted.snapshot(self.scheduler_config.clone(), now);
+        self.fair_usage
+            .sample(&state.local_queues, &converted.holders, now);
+        let snapshot = converted
+            .snapshot(self.scheduler_config.clone(), now)
+            .with_local_queue_usage(self.fair_usage.usages(&state.local_queues));
 
         let observed = Observed::of(&converted);
         for requeue in self.observed.requeues(&observed) {
@@ -103,6 +122,7 @@ impl Planner {
         self.queues.retain(|key| pending_keys.contains(key));
 
         let decisions = cycle(&snapshot, &mut self.queues);
+        self.charge_admissions(&converted, &snapshot, &decisions);
         // What this cycle admitted holds quota from now on: observed as held, its release is
         // seen even when the workload finishes before any pass shows it admitted, so what
         // waits for that quota is requeued rather than left parked.
@@ -111,6 +131,49 @@ impl Planner {
             converted,
             snapshot,
             decisions,
+        }
+    }
+
+    /// Charges the entry penalty of each admission in a ClusterQueue with admission fair
+    /// sharing to its LocalQueue, as the cycle did for its later heads.
+    fn charge_admissions(
+        &mut self,
+        converted: &Converted,
+        snapshot: &Snapshot,
+        decisions: &[Decision],
+    ) {
+        let Some(config) = &self.scheduler_config.admission_fair_sharing else {
+            return;
+        };
+        let mut local_queues = None;
+        for decision in decisions {
+            let Decision::Admit {
+                workload,
+                admission,
+            } = decision
+            else {
+                continue;
+            };
+            if !snapshot
+                .cluster_queue(&admission.cluster_queue)
+                .is_some_and(|cq| cq.admission_fair_sharing)
+            {
+                continue;
+            }
+            let local_queues = local_queues.get_or_insert_with(|| {
+                converted
+                    .pending
+                    .iter()
+                    .map(|pending| (pending.workload.key.as_str(), &pending.local_queue))
+                    .collect::<foldhash::HashMap<_, _>>()
+            });
+            if let Some(local_queue) = local_queues.get(workload.as_str()) {
+                self.fair_usage.charge(
+                    workload,
+                    local_queue,
+                    entry_penalty(&admission.usage(), config),
+                );
+            }
         }
     }
 }

@@ -351,6 +351,8 @@ pub struct LocalQueueFacts<'a> {
     pub usage: &'a QueueUsage,
     /// Its workloads waiting for quota.
     pub pending: i32,
+    /// Its consumption as admission fair sharing last sampled it (`None` when off).
+    pub admission_fair_sharing: Option<&'a api::AdmissionFairSharingStatus>,
 }
 
 /// The status a LocalQueue should have; fields Kuota does not manage keep their values.
@@ -390,7 +392,13 @@ pub fn local_queue_status(
         admitted_workloads: facts.usage.admitted,
         flavors_reservation,
         flavors_usage,
-        fair_sharing: current.fair_sharing,
+        fair_sharing: match facts.admission_fair_sharing {
+            Some(sampled) => Some(api::LocalQueueFairSharingStatus {
+                admission_fair_sharing_status: Some(sampled.clone()),
+                ..current.fair_sharing.unwrap_or_default()
+            }),
+            None => current.fair_sharing,
+        },
     }
 }
 

@@ -21,6 +21,10 @@ fn cluster_queue_spec_becomes_the_model() {
         .spec("stopPolicy", json!("Hold"))
         .spec("fairSharing", json!({"weight": "500m"}))
         .spec(
+            "admissionScope",
+            json!({"admissionMode": "UsageBasedAdmissionFairSharing"}),
+        )
+        .spec(
             "namespaceSelector",
             json!({"matchLabels": {"team": "a"}, "matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["prod"]}]}),
         )
@@ -108,6 +112,7 @@ fn cluster_queue_spec_becomes_the_model() {
         },
         stop_policy: StopPolicy::Hold,
         fair_sharing_weight: 0.5,
+        admission_fair_sharing: true,
         active: true,
     };
     assert_eq!(cluster_queue_model(&with_limits, &flavors), want);

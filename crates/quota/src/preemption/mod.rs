@@ -120,8 +120,9 @@ fn uses_resources(workload: &AdmittedWorkload, frs: &BTreeSet<FlavorResource>) -
     workload.usage.keys().any(|fr| frs.contains(fr))
 }
 
-/// Kueue's `CandidatesOrdering`: evicted first, other queues first, lower priority first,
-/// most recently admitted first, then UID.
+/// Kueue's `CandidatesOrdering`: evicted first, other queues first, (under admission fair
+/// sharing, between LocalQueues of one ClusterQueue) the LocalQueue that used more first, lower
+/// priority first, most recently admitted first, then UID.
 fn candidate_order(
     snapshot: &Snapshot,
     preemptor_cq: usize,
@@ -129,10 +130,23 @@ fn candidate_order(
     b: &AdmittedWorkload,
 ) -> Ordering {
     let reserved_at = |w: &AdmittedWorkload| w.workload.quota_reserved_at.unwrap_or(snapshot.now);
+    let local_queue_usage = || {
+        if a.cq != b.cq || a.workload.local_queue == b.workload.local_queue {
+            return Ordering::Equal;
+        }
+        match (
+            snapshot.local_queue_usage_of(a.cq, &a.workload),
+            snapshot.local_queue_usage_of(b.cq, &b.workload),
+        ) {
+            (Some(usage_a), Some(usage_b)) => usage_b.total_cmp(&usage_a),
+            _ => Ordering::Equal,
+        }
+    };
     b.workload
         .evicted
         .cmp(&a.workload.evicted)
         .then_with(|| (a.cq == preemptor_cq).cmp(&(b.cq == preemptor_cq)))
+        .then_with(local_queue_usage)
         .then_with(|| a.workload.priority.cmp(&b.workload.priority))
         .then_with(|| reserved_at(b).cmp(&reserved_at(a)))
         .then_with(|| a.workload.uid.cmp(&b.workload.uid))

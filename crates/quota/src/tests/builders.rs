@@ -254,6 +254,7 @@ pub fn wl(name: &str, cq: &str, created: i64, cpu: Quantity) -> Workload {
 
 pub trait WorkloadExt {
     fn uid(self, uid: &str) -> Self;
+    fn local_queue(self, name: &str) -> Self;
     fn priority(self, priority: i64) -> Self;
     fn pod_sets(self, pod_sets: Vec<PodSet>) -> Self;
     fn namespace_label(self, key: &str, value: &str) -> Self;
@@ -266,6 +267,11 @@ pub trait WorkloadExt {
 impl WorkloadExt for Workload {
     fn uid(mut self, uid: &str) -> Self {
         self.uid = uid.to_owned();
+        self
+    }
+
+    fn local_queue(mut self, name: &str) -> Self {
+        self.local_queue = name.to_owned();
         self
     }
 

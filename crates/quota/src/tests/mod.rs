@@ -1,6 +1,7 @@
 //! Table-driven scenarios for the scheduling core.
 
 mod admission;
+mod admission_fair_sharing;
 mod borrowing;
 mod builders;
 mod fair_sharing;

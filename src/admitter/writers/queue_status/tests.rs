@@ -291,12 +291,21 @@ fn local_queue_status_follows_its_cluster_queue() {
         in_use: cpu(1000),
     };
     let lq = local_queue("ns", "lq", "cq");
+    let sampled = api::AdmissionFairSharingStatus {
+        consumed_resources: [(
+            "cpu".to_owned(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity("1500m".to_owned()),
+        )]
+        .into(),
+        last_update: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ts(90)),
+    };
     let status = local_queue_status(
         &lq,
         &LocalQueueFacts {
             cluster_queue: Some((&cq, true)),
             usage: &usage,
             pending: 3,
+            admission_fair_sharing: Some(&sampled),
         },
         ts(100),
     );
@@ -313,6 +322,13 @@ fn local_queue_status_follows_its_cluster_queue() {
             "admittedWorkloads": 1,
             "flavorsReservation": [{"name": "default", "resources": [{"name": "cpu", "total": "2"}]}],
             "flavorsUsage": [{"name": "default", "resources": [{"name": "cpu", "total": "1"}]}],
+            "fairSharing": {
+                "weightedShare": 0,
+                "admissionFairSharingStatus": {
+                    "consumedResources": {"cpu": "1500m"},
+                    "lastUpdate": crate::testing::objects::rfc3339(90),
+                },
+            },
         })
     );
 
@@ -346,6 +362,7 @@ fn local_queue_status_follows_its_cluster_queue() {
                 cluster_queue,
                 usage: &QueueUsage::default(),
                 pending: 0,
+                admission_fair_sharing: None,
             },
             ts(100),
         );
