@@ -303,9 +303,13 @@ pub fn explain(
         );
     }
     let converted = cluster_state::convert(state, options);
+    let fair_sharing = scheduler
+        .admission_fair_sharing
+        .as_ref()
+        .map(|config| config.resource_weights.clone());
     let snapshot = converted.snapshot(scheduler, now);
     let known_end = first_known_end(&converted, &cq, now);
-    let lists = PendingLists::of(state, converted);
+    let lists = PendingLists::of(state, converted, fair_sharing.as_ref());
     let Some(standing) = lists.standing(&workload_key(workload)) else {
         return format!(
             "{label} is not pending in ClusterQueue {cq:?}: {}",

@@ -82,6 +82,10 @@ pub async fn start(
     let state = VisibilityState {
         cluster: Arc::new(stores.clone()),
         options: ConversionOptions::from_config(config),
+        admission_fair_sharing: config
+            .admission_fair_sharing
+            .as_ref()
+            .map(|fair_sharing| fair_sharing.resource_weights.clone()),
         front_proxy: Arc::new(front_proxy),
         authorizer: Arc::new(ApiServerAuthorizer(client.clone())),
     };

@@ -3,7 +3,7 @@
 //! requeue backoff alike) in the quota core's queue order, with its position in the
 //! ClusterQueue and in its LocalQueue, one page at a time.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -11,6 +11,7 @@ use kube::ResourceExt;
 use serde::Serialize;
 
 use crate::admitter::scheduling::cluster_state::{self, ClusterState, Converted, LocalQueueRef};
+use crate::admitter::scheduling::fair_usage::reported_usage;
 use crate::api::v1beta2 as api;
 use crate::quota::from_api::{ConversionOptions, workload_key};
 use crate::quota::{model, queue_order};
@@ -88,12 +89,23 @@ pub struct PendingLists {
 impl PendingLists {
     /// The lists of `state`, converted as the admitter converts it, so that a workload is
     /// pending here exactly when the admitter queues it.
-    pub fn read(state: &ClusterState, options: &ConversionOptions) -> Self {
-        Self::of(state, cluster_state::convert(state, options))
+    /// `fair_sharing` holds admission fair sharing's resource weights when it is on.
+    pub fn read(
+        state: &ClusterState,
+        options: &ConversionOptions,
+        fair_sharing: Option<&BTreeMap<String, f64>>,
+    ) -> Self {
+        Self::of(state, cluster_state::convert(state, options), fair_sharing)
     }
 
-    /// The lists of `state`, already converted.
-    pub fn of(state: &ClusterState, converted: Converted) -> Self {
+    /// The lists of `state`, already converted. Under admission fair sharing (`fair_sharing`:
+    /// its resource weights), a ClusterQueue that uses it lists the workloads of the LocalQueue
+    /// whose status reports the lowest usage first, as Kueue's visibility API does.
+    pub fn of(
+        state: &ClusterState,
+        converted: Converted,
+        fair_sharing: Option<&BTreeMap<String, f64>>,
+    ) -> Self {
         let objects: BTreeMap<String, &Arc<api::Workload>> = state
             .workloads
             .iter()
@@ -116,8 +128,40 @@ impl PendingLists {
                 });
             }
         }
-        for list in cluster_queues.values_mut() {
-            list.sort_by(|a, b| queue_order(&a.workload, &b.workload));
+        let fair_queues: BTreeSet<String> = state
+            .cluster_queues
+            .iter()
+            .filter(|cq| {
+                cq.spec.admission_scope.as_ref().is_some_and(|scope| {
+                    scope.admission_mode == api::AdmissionMode::UsageBasedAdmissionFairSharing
+                })
+            })
+            .map(|cq| cq.name_any())
+            .collect();
+        let usages: BTreeMap<LocalQueueRef, f64> = fair_sharing
+            .map(|weights| {
+                state
+                    .local_queues
+                    .iter()
+                    .map(|lq| {
+                        let key =
+                            LocalQueueRef::new(&lq.namespace().unwrap_or_default(), &lq.name_any());
+                        (key, reported_usage(lq, weights))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let usage = |entry: &Entry| usages.get(&entry.local_queue).copied().unwrap_or(0.0);
+        for (name, list) in &mut cluster_queues {
+            if !usages.is_empty() && fair_queues.contains(name) {
+                list.sort_by(|a, b| {
+                    usage(a)
+                        .total_cmp(&usage(b))
+                        .then_with(|| queue_order(&a.workload, &b.workload))
+                });
+            } else {
+                list.sort_by(|a, b| queue_order(&a.workload, &b.workload));
+            }
         }
         let local_queues = state
             .local_queues

@@ -3,6 +3,7 @@
 //! ([`front_proxy`](super::front_proxy)) and authorized with a SubjectAccessReview for the
 //! resource it reads, as a `k8s.io/apiserver` server behind an APIService does.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -88,6 +89,8 @@ pub struct VisibilityState {
     pub cluster: Arc<dyn ClusterSource>,
     /// How workloads are converted, as the admitter converts them.
     pub options: ConversionOptions,
+    /// Admission fair sharing's resource weights, when it is on.
+    pub admission_fair_sharing: Option<BTreeMap<String, f64>>,
     /// The front proxy's published settings.
     pub front_proxy: Arc<RequestHeaderAuth>,
     /// Who decides access.
@@ -296,7 +299,11 @@ async fn lists(state: &VisibilityState) -> Result<PendingLists, Failure> {
             "the watch caches of this replica are not synced yet",
         ));
     };
-    Ok(PendingLists::read(&cluster, &state.options))
+    Ok(PendingLists::read(
+        &cluster,
+        &state.options,
+        state.admission_fair_sharing.as_ref(),
+    ))
 }
 
 async fn in_cluster_queue(

@@ -214,29 +214,51 @@ fn due_at(consumption: &Consumption, settings: &AdmissionFairSharing) -> Timesta
 /// The record of a LocalQueue first seen: what its status reports (Kueue's `consumedResources`
 /// survive a restart), sampled from now on.
 fn seeded(local_queue: &api::LocalQueue, now: Timestamp) -> Consumption {
-    let reported = local_queue
-        .status
-        .as_ref()
-        .and_then(|status| status.fair_sharing.as_ref())
-        .and_then(|fair_sharing| fair_sharing.admission_fair_sharing_status.clone());
-    let resources = reported
-        .as_ref()
-        .map(|reported| {
-            reported
-                .consumed_resources
-                .iter()
-                .filter_map(|(resource, quantity)| {
-                    let value = resource_value(resource, quantity).ok()?;
-                    Some((resource.clone(), base_units(resource, value)))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let reported = reported_status(local_queue);
+    let resources = reported.map(consumed).unwrap_or_default();
     Consumption {
-        reported: reported.unwrap_or_else(|| status(&resources, now)),
+        reported: reported.cloned().unwrap_or_else(|| status(&resources, now)),
         resources,
         sampled_at: now,
     }
+}
+
+/// The usage a LocalQueue's status last reported, weighted with `resource_weights`: what the
+/// visibility API orders a fair-sharing ClusterQueue's pending workloads by, on any replica.
+pub fn reported_usage(
+    local_queue: &api::LocalQueue,
+    resource_weights: &BTreeMap<String, f64>,
+) -> f64 {
+    let resources = reported_status(local_queue)
+        .map(consumed)
+        .unwrap_or_default();
+    weighted_usage(
+        &resources,
+        resource_weights,
+        fair_weight(local_queue.spec.fair_sharing.as_ref()),
+    )
+}
+
+fn reported_status(local_queue: &api::LocalQueue) -> Option<&api::AdmissionFairSharingStatus> {
+    local_queue
+        .status
+        .as_ref()?
+        .fair_sharing
+        .as_ref()?
+        .admission_fair_sharing_status
+        .as_ref()
+}
+
+/// A reported consumption in base units.
+fn consumed(reported: &api::AdmissionFairSharingStatus) -> BTreeMap<String, f64> {
+    reported
+        .consumed_resources
+        .iter()
+        .filter_map(|(resource, quantity)| {
+            let value = resource_value(resource, quantity).ok()?;
+            Some((resource.clone(), base_units(resource, value)))
+        })
+        .collect()
 }
 
 /// `status.fairSharing.admissionFairSharingStatus` for a consumption sampled at `at`.

@@ -10,7 +10,7 @@
 
 pub mod cluster_state;
 mod dispatch;
-mod fair_usage;
+pub mod fair_usage;
 mod local_queue_metrics;
 mod overlay;
 mod pending_budget;

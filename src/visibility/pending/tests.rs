@@ -37,7 +37,7 @@ fn lists_with(workloads: Vec<api::Workload>, options: &ConversionOptions) -> Pen
         workloads: workloads.into_iter().map(Arc::new).collect(),
         ..ClusterState::default()
     };
-    PendingLists::read(&state, options)
+    PendingLists::read(&state, options, None)
 }
 
 /// `(name, local queue, position in ClusterQueue, position in LocalQueue)` of each item.
@@ -252,4 +252,46 @@ fn an_item_carries_kueues_fields_and_only_the_owners_identity() {
             "positionInLocalQueue": 0,
         }])
     );
+}
+
+#[test]
+fn a_fair_sharing_cluster_queue_lists_the_local_queue_that_reported_less_first() {
+    let mut used = local_queue("ns", "a", "cq");
+    used.status = Some(
+        serde_json::from_value(
+            json!({"fairSharing": {"weightedShare": 0, "admissionFairSharingStatus": {
+                "consumedResources": {"cpu": "2"}, "lastUpdate": rfc3339(0),
+            }}}),
+        )
+        .unwrap(),
+    );
+    let state = ClusterState {
+        resource_flavors: vec![Arc::new(flavor("default"))],
+        namespaces: vec![Arc::new(namespace("ns", json!({})))],
+        local_queues: vec![Arc::new(used), Arc::new(local_queue("ns", "b", "cq"))],
+        cluster_queues: vec![Arc::new(
+            cluster_queue("cq")
+                .group(&["cpu"], &[("default", &[("cpu", "1")])])
+                .spec(
+                    "admissionScope",
+                    json!({"admissionMode": "UsageBasedAdmissionFairSharing"}),
+                )
+                .build(),
+        )],
+        workloads: [pending("a-old", "a", 0, 100), pending("b-new", "b", 0, 200)]
+            .into_iter()
+            .map(Arc::new)
+            .collect(),
+        ..ClusterState::default()
+    };
+    let names = |fair_sharing: Option<&BTreeMap<String, f64>>| {
+        PendingLists::read(&state, &ConversionOptions::default(), fair_sharing)
+            .in_cluster_queue("cq", Page::bounded(None, None))
+            .unwrap()
+            .iter()
+            .map(|item| item.metadata.name.clone().unwrap_or_default())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(Some(&BTreeMap::new())), ["b-new", "a-old"]);
+    assert_eq!(names(None), ["a-old", "b-new"]);
 }

@@ -51,6 +51,7 @@ fn app(authorizer: Arc<AllButMallory>) -> Router {
     router(VisibilityState {
         cluster: Arc::new(Fixed(cluster())),
         options: ConversionOptions::default(),
+        admission_fair_sharing: None,
         front_proxy: Arc::new(front_proxy),
         authorizer,
     })
