@@ -143,11 +143,7 @@ impl PendingLists {
                 state
                     .local_queues
                     .iter()
-                    .map(|lq| {
-                        let key =
-                            LocalQueueRef::new(&lq.namespace().unwrap_or_default(), &lq.name_any());
-                        (key, reported_usage(lq, weights))
-                    })
+                    .map(|lq| (LocalQueueRef::of(lq), reported_usage(lq, weights)))
                     .collect()
             })
             .unwrap_or_default();
@@ -168,8 +164,7 @@ impl PendingLists {
             .iter()
             .filter_map(|lq| {
                 let cluster_queue = lq.spec.cluster_queue.clone()?;
-                let key = LocalQueueRef::new(&lq.namespace().unwrap_or_default(), &lq.name_any());
-                Some((key, cluster_queue))
+                Some((LocalQueueRef::of(lq), cluster_queue))
             })
             .collect();
         Self {

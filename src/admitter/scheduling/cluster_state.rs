@@ -102,6 +102,14 @@ impl LocalQueueRef {
             name: name.into(),
         }
     }
+
+    /// The reference of a LocalQueue object.
+    pub fn of(local_queue: &api::LocalQueue) -> Self {
+        Self::new(
+            &local_queue.namespace().unwrap_or_default(),
+            &local_queue.name_any(),
+        )
+    }
 }
 
 impl fmt::Display for LocalQueueRef {

@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::ResourceExt;
 
 use super::cluster_state::{Holder, LocalQueueRef};
 use crate::api::v1beta2 as api;
@@ -63,10 +62,7 @@ impl UsageLedger {
         };
         let mut known = BTreeMap::new();
         for local_queue in local_queues {
-            let reference = LocalQueueRef::new(
-                &local_queue.namespace().unwrap_or_default(),
-                &local_queue.name_any(),
-            );
+            let reference = LocalQueueRef::of(local_queue);
             let consumption = self
                 .queues
                 .remove(&reference)
@@ -122,14 +118,9 @@ impl UsageLedger {
         local_queues
             .iter()
             .filter_map(|local_queue| {
-                let usage = self.usage(local_queue)?;
-                let key = format!(
-                    "{}/{}",
-                    local_queue.namespace().unwrap_or_default(),
-                    local_queue.name_any()
-                );
-                let weight = fair_weight(local_queue.spec.fair_sharing.as_ref());
-                Some((key, LocalQueueUsage { usage, weight }))
+                let reference = LocalQueueRef::of(local_queue);
+                let standing = self.standing(&reference, local_queue)?;
+                Some((reference.to_string(), standing))
             })
             .collect()
     }
@@ -137,15 +128,21 @@ impl UsageLedger {
     /// A LocalQueue's usage: its consumption weighted per resource, divided by its weight;
     /// `None` when admission fair sharing is off.
     pub fn usage(&self, local_queue: &api::LocalQueue) -> Option<f64> {
+        self.standing(&LocalQueueRef::of(local_queue), local_queue)
+            .map(|standing| standing.usage)
+    }
+
+    fn standing(
+        &self,
+        reference: &LocalQueueRef,
+        local_queue: &api::LocalQueue,
+    ) -> Option<LocalQueueUsage> {
         let settings = self.settings.as_ref()?;
-        let reference = LocalQueueRef::new(
-            &local_queue.namespace().unwrap_or_default(),
-            &local_queue.name_any(),
-        );
         let weight = fair_weight(local_queue.spec.fair_sharing.as_ref());
-        Some(self.queues.get(&reference).map_or(0.0, |consumption| {
+        let usage = self.queues.get(reference).map_or(0.0, |consumption| {
             weighted_usage(&consumption.resources, &settings.resource_weights, weight)
-        }))
+        });
+        Some(LocalQueueUsage { usage, weight })
     }
 
     /// Charges an admission's entry penalty (per resource, base units) to its LocalQueue until

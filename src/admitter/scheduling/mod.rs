@@ -711,10 +711,7 @@ impl Scheduler {
             pending_by_local_queue(converted, &self.planner.queues)
         };
         for local_queue in &state.local_queues {
-            let reference = LocalQueueRef::new(
-                &local_queue.namespace().unwrap_or_default(),
-                &local_queue.name_any(),
-            );
+            let reference = LocalQueueRef::of(local_queue);
             let facts = LocalQueueFacts {
                 cluster_queue: local_queue
                     .spec
