@@ -3,7 +3,8 @@
 //! r1: kwok-tas-r1-0 and -1 with 2 CPUs each; rack r2: kwok-tas-r2-0 with 2, -1 with 1).
 //!
 //! The queues are `manifests/samples/topology/`, applied with kubectl; the jobs are its sample
-//! Job and variants of it, and one pod outside Kueue. One scenario, in order, since every step reads the free capacity
+//! Job and variants of it, one pod outside Kueue, and a job of a higher priority that preempts
+//! another for its place. One scenario, in order, since every step reads the free capacity
 //! the ones before it left.
 
 mod common {
@@ -14,10 +15,12 @@ use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
 use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
 use kube::{
-    Api, Client,
-    api::{DeleteParams, ListParams, PostParams},
+    Api, Client, ResourceExt,
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
 };
-use kuota::api::{v1beta1, v1beta2::Workload};
+use kuota::api::constants::PRIORITY_CLASS_LABEL;
+use kuota::api::v1beta1;
+use kuota::api::v1beta2::{ClusterQueue, Workload, WorkloadPriorityClass};
 use kuota_cluster::{KEEP_RUNNING_LABEL, KuotaProcess, TestCluster, assert_success, eventually};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -340,8 +343,60 @@ async fn pods_run_on_the_nodes_of_the_domains_admission_gave_them() {
             assignment(w) == Some(two_per_node_of_r1())
         })
         .await;
+
+    // Preemption for a place: once the queue preempts lower priorities, a job of a higher one
+    // asking for a rack of four evicts the job that holds r1, though the quota has room for
+    // both; the evicted job then waits for a rack, as only r2, too small, is free.
+    let queues: Api<ClusterQueue> = Api::all(scenario.client.clone());
+    let set_preemption = |preemption: Value| {
+        let queues = queues.clone();
+        async move {
+            let patch = json!({"spec": {"preemption": preemption}});
+            queues
+                .patch("tas", &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .expect("patch the ClusterQueue's preemption");
+        }
+    };
+    set_preemption(json!({"withinClusterQueue": "LowerPriority"})).await;
+    let priorities: Api<WorkloadPriorityClass> = Api::all(scenario.client.clone());
+    let urgent_class: WorkloadPriorityClass =
+        serde_json::from_value(json!({"metadata": {"name": URGENT}, "value": 1000}))
+            .expect("a WorkloadPriorityClass");
+    priorities
+        .create(&PostParams::default(), &urgent_class)
+        .await
+        .expect("create the priority class");
+    let mut urgent = rack_of_four();
+    urgent.metadata.name = Some(URGENT.to_owned());
+    urgent
+        .labels_mut()
+        .insert(PRIORITY_CLASS_LABEL.to_owned(), URGENT.to_owned());
+    create(urgent).await;
+    scenario
+        .wait_workload("the lower job preempted", "rack-of-four", |w| {
+            condition(w, "Preempted")
+                .is_some_and(|c| c.status == "True" && c.reason == "InClusterQueue")
+                && assignment(w).is_none()
+        })
+        .await;
+    scenario
+        .wait_workload("admitted to r1 in its place", URGENT, |w| {
+            assignment(w) == Some(two_per_node_of_r1())
+        })
+        .await;
+    let preempted = scenario.jobs().get("rack-of-four").await.expect("job");
+    assert_eq!(preempted.spec.and_then(|spec| spec.suspend), Some(true));
+    scenario.delete_job(URGENT).await;
     scenario.delete_job("rack-of-four").await;
+    priorities
+        .delete(URGENT, &DeleteParams::default())
+        .await
+        .expect("delete the priority class");
+    set_preemption(Value::Null).await;
 }
+
+const URGENT: &str = "urgent";
 
 const OUTSIDE_KUEUE: &str = "outside-kueue";
 

@@ -296,6 +296,7 @@ fn targets_for(
         cq,
         &assignment.needs_preemption(),
         &assignment.usage,
+        &assignment.topology_needs(),
     )
 }
 

@@ -13,7 +13,10 @@ use super::model::{
 };
 use super::preemption::{self, Possibility};
 use super::snapshot::{NodeId, Snapshot};
-use super::topology::{PlacementMode, PlacementRequest, SliceRequest, TopologyAssignment};
+use super::topology::{
+    PlacementMode, PlacementRequest, SliceRequest, TopologyAssignment, TopologyCapacity,
+    TopologyNeed,
+};
 
 /// How a flavor can be assigned to a resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -138,6 +141,8 @@ pub(super) struct PodSetResult {
     pub(super) flavors: BTreeMap<String, FlavorChoice>,
     /// Where the pods go in the chosen flavor's Topology, when it is topology-aware.
     topology: Option<TopologyAssignment>,
+    /// What the pods ask of that Topology, which preemption must make room for.
+    topology_need: Option<TopologyNeed>,
     /// Why flavors could not be assigned outright; empty when everything fits.
     reasons: Vec<String>,
     attempts: Vec<Attempt>,
@@ -224,6 +229,15 @@ impl Assignment {
                     .filter(|(_, choice)| choice.mode == Mode::Preempt)
                     .map(|(resource, choice)| FlavorResource::new(&choice.flavor, resource))
             })
+            .collect()
+    }
+
+    /// What the PodSets ask of their flavors' Topologies, in PodSet order: under preemption
+    /// all of them are placed again once the victims are gone.
+    pub(super) fn topology_needs(&self) -> Vec<TopologyNeed> {
+        self.pod_sets
+            .iter()
+            .filter_map(|pod_set| pod_set.topology_need.clone())
             .collect()
     }
 
@@ -384,6 +398,7 @@ pub(super) fn assign(
             requests: requests.clone(),
             flavors: BTreeMap::new(),
             topology: None,
+            topology_need: None,
             reasons: Vec::new(),
             attempts: Vec::new(),
         };
@@ -498,6 +513,7 @@ impl FlavorSearch<'_> {
         let mut best: BTreeMap<String, FlavorChoice> = BTreeMap::new();
         let mut best_mode = GranularMode::WORST;
         let mut placements: BTreeMap<&str, TopologyAssignment> = BTreeMap::new();
+        let count = result.count;
         let pinned = self
             .nominated
             .map(|nominated| nominated.get(resource).map(|choice| choice.flavor.as_str()));
@@ -550,19 +566,40 @@ impl FlavorSearch<'_> {
                 );
             }
             // Placed only where the quota fits now: under preemption, the placement waits for
-            // the victims to be gone.
-            if representative.preemption == PreemptionMode::Fit {
-                match self.place(snapshot, &flavor.name, result.count) {
-                    Some(Ok(placed)) => {
-                        placements.insert(&flavor.name, placed);
+            // the victims to be gone. As in Kueue, a placement that fails needs preemption
+            // too, and a PodSet that the Topology would not hold were no workload placed in it
+            // never fits.
+            match representative.preemption {
+                PreemptionMode::NoFit => {}
+                PreemptionMode::Fit => {
+                    match self.place(&snapshot.topologies, &flavor.name, count) {
+                        Some(Ok(placed)) => {
+                            placements.insert(&flavor.name, placed);
+                        }
+                        Some(Err(reason)) => {
+                            reasons.push(reason);
+                            if self.never_placed(snapshot, &flavor.name, count) {
+                                let reason = Some(PendingReason::TopologyPlacementFailed);
+                                result.record_attempt(&flavor.name, Mode::NoFit, reason);
+                                continue;
+                            }
+                            representative.preemption = PreemptionMode::Preempt;
+                            for choice in choices.values_mut() {
+                                choice.mode = Mode::Preempt;
+                            }
+                        }
+                        None => {}
                     }
-                    Some(Err(reason)) => {
+                }
+                _ => {
+                    if let Some(Err(reason)) =
+                        self.place(&snapshot.empty_topologies, &flavor.name, count)
+                    {
                         reasons.push(reason);
                         let reason = Some(PendingReason::TopologyPlacementFailed);
                         result.record_attempt(&flavor.name, Mode::NoFit, reason);
                         continue;
                     }
-                    None => {}
                 }
             }
             result.record_attempt(
@@ -584,26 +621,34 @@ impl FlavorSearch<'_> {
         if best_mode.preemption == PreemptionMode::Fit {
             reasons.clear();
         }
-        if let Some(placed) = best
-            .values()
-            .next()
-            .and_then(|choice| placements.remove(choice.flavor.as_str()))
-        {
-            result.topology = Some(placed);
+        if let Some(chosen) = best.values().next() {
+            if let Some(placed) = placements.remove(chosen.flavor.as_str()) {
+                result.topology = Some(placed);
+            }
+            if let Some(request) = snapshot
+                .topologies
+                .get(&chosen.flavor)
+                .and_then(|capacity| self.placement_request(capacity, count))
+            {
+                result.topology_need = Some(TopologyNeed {
+                    flavor: chosen.flavor.clone(),
+                    request,
+                });
+            }
         }
         (best, reasons)
     }
 
-    /// The PodSet's placement in the Topology of `flavor`, when the snapshot knows that
-    /// flavor's capacity and the PodSet asks for topology (explicitly, or implicitly in a queue
-    /// of topology-aware flavors alone, as an unconstrained request).
+    /// The PodSet's placement in the Topology of `flavor` with what `topologies` has free,
+    /// when they know that flavor's capacity and the PodSet asks for topology (explicitly, or
+    /// implicitly in a queue of topology-aware flavors alone, as an unconstrained request).
     fn place(
         &self,
-        snapshot: &Snapshot,
+        topologies: &BTreeMap<String, TopologyCapacity>,
         flavor: &str,
         count: i32,
     ) -> Option<Result<TopologyAssignment, String>> {
-        let free = snapshot.topologies.get(flavor)?;
+        let free = topologies.get(flavor)?;
         let mut earlier = self
             .earlier
             .iter()
@@ -620,6 +665,24 @@ impl FlavorSearch<'_> {
             left_by_earlier = left;
             &left_by_earlier
         };
+        let request = self.placement_request(capacity, count)?;
+        Some(capacity.place(&request))
+    }
+
+    /// Whether the Topology of `flavor` would not hold `count` pods of the PodSet even were no
+    /// workload placed in it, so that no preemption can make room.
+    fn never_placed(&self, snapshot: &Snapshot, flavor: &str, count: i32) -> bool {
+        self.place(&snapshot.empty_topologies, flavor, count)
+            .is_some_and(|placed| placed.is_err())
+    }
+
+    /// What `count` pods of the PodSet ask of a Topology of `capacity`'s levels; `None` when
+    /// it names a level the Topology does not have.
+    fn placement_request(
+        &self,
+        capacity: &TopologyCapacity,
+        count: i32,
+    ) -> Option<PlacementRequest> {
         let levels = &capacity.levels;
         let position = |level: &str| levels.iter().position(|known| known == level);
         let lowest = levels.len().checked_sub(1)?;
@@ -642,13 +705,13 @@ impl FlavorSearch<'_> {
                 (level, request.mode, slices)
             }
         };
-        Some(capacity.place(&PlacementRequest {
+        Some(PlacementRequest {
             level,
             mode,
             count,
             per_pod: self.pod_set.requests.clone(),
             slices,
-        }))
+        })
     }
 
     /// Whether the PodSet may run on the flavor's nodes; `Some(reason)` if not.

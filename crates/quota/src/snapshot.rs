@@ -16,7 +16,7 @@ use super::model::{
     Admission, ClusterQueue, Cohort, FlavorResource, Quantity, ResourceFlavor, ResourceGroup,
     StopPolicy, Workload,
 };
-use super::topology::TopologyCapacity;
+use super::topology::{TopologyAssignment, TopologyCapacity, TopologyNeed};
 
 /// Prints a quantity of a resource for messages, e.g. `("cpu", 500) -> "500m"`.
 pub type QuantityFormatter = fn(resource: &str, value: Quantity) -> String;
@@ -224,6 +224,9 @@ pub struct Snapshot {
     /// Free capacity of each topology-aware flavor the caller knows the nodes of, less what
     /// admitted workloads' topology assignments take.
     pub(super) topologies: BTreeMap<String, TopologyCapacity>,
+    /// The same before any admitted workload's assignment is taken off: whether preempting
+    /// could ever make room for a placement (Kueue's `WithSimulateEmpty`).
+    pub(super) empty_topologies: Arc<BTreeMap<String, TopologyCapacity>>,
     /// Admission fair sharing's usage per LocalQueue (`namespace/name`); a cycle adds the
     /// entry penalties of its admissions.
     pub(super) local_queue_usage: Arc<foldhash::HashMap<String, LocalQueueUsage>>,
@@ -409,6 +412,7 @@ impl SnapshotBuilder {
             });
         }
 
+        let empty_topologies = Arc::new(topologies.clone());
         let mut admitted = foldhash::HashMap::with_capacity(workloads.len());
         for workload in workloads {
             let Some(admission) = &workload.admission else {
@@ -449,6 +453,7 @@ impl SnapshotBuilder {
             workloads: admitted,
             claimed: BTreeSet::new(),
             topologies,
+            empty_topologies,
             local_queue_usage: Arc::default(),
         };
         let roots: Vec<usize> = (0..snapshot.cohorts.len())
@@ -467,6 +472,27 @@ pub(super) fn take_topology(
     workload: &Workload,
     admission: &Admission,
 ) {
+    adjust_topology(topologies, workload, admission, TopologyCapacity::take);
+}
+
+/// Gives back what [`take_topology`] took for `admission`.
+fn give_back_topology(
+    topologies: &mut BTreeMap<String, TopologyCapacity>,
+    workload: &Workload,
+    admission: &Admission,
+) {
+    adjust_topology(topologies, workload, admission, TopologyCapacity::give_back);
+}
+
+fn adjust_topology(
+    topologies: &mut BTreeMap<String, TopologyCapacity>,
+    workload: &Workload,
+    admission: &Admission,
+    adjust: fn(&mut TopologyCapacity, &TopologyAssignment, &BTreeMap<String, Quantity>),
+) {
+    if topologies.is_empty() {
+        return;
+    }
     for assignment in &admission.pod_set_assignments {
         let Some(placed) = &assignment.topology else {
             continue;
@@ -479,7 +505,7 @@ pub(super) fn take_topology(
             .values()
             .find(|flavor| topologies.contains_key(*flavor));
         if let Some(capacity) = flavor.and_then(|flavor| topologies.get_mut(flavor)) {
-            capacity.take(placed, &pod_set.requests);
+            adjust(capacity, placed, &pod_set.requests);
         }
     }
 }
@@ -831,11 +857,15 @@ impl Snapshot {
         }
     }
 
-    /// Takes an admitted workload out of its queue, releasing its usage.
+    /// Takes an admitted workload out of its queue, releasing its usage and the topology
+    /// capacity its pods take.
     pub(super) fn remove_workload(&mut self, workload: &Arc<AdmittedWorkload>) {
         self.cqs[workload.cq].workloads.remove(&workload.key);
         self.workloads.remove(&workload.key);
         self.remove_cq_usage(workload.cq, &workload.usage);
+        if let Some(admission) = &workload.workload.admission {
+            give_back_topology(&mut self.topologies, &workload.workload, admission);
+        }
     }
 
     /// Puts back a workload taken out with [`Self::remove_workload`].
@@ -846,6 +876,36 @@ impl Snapshot {
         self.workloads
             .insert(Arc::clone(&workload.key), Arc::clone(workload));
         self.add_cq_usage(workload.cq, &workload.usage);
+        if let Some(admission) = &workload.workload.admission {
+            take_topology(&mut self.topologies, &workload.workload, admission);
+        }
+    }
+
+    /// Whether every PodSet of `needs` finds a place in what its flavor's Topology has free,
+    /// each around those placed before it.
+    pub(super) fn topology_fits(&self, needs: &[TopologyNeed]) -> bool {
+        let mut left_by_earlier: BTreeMap<&str, TopologyCapacity> = BTreeMap::new();
+        for (index, need) in needs.iter().enumerate() {
+            let flavor = need.flavor.as_str();
+            let Some(free) = left_by_earlier
+                .get(flavor)
+                .or_else(|| self.topologies.get(flavor))
+            else {
+                continue;
+            };
+            let Ok(placed) = free.place(&need.request) else {
+                return false;
+            };
+            if needs[index + 1..]
+                .iter()
+                .any(|later| later.flavor == flavor)
+            {
+                let mut left = free.clone();
+                left.take(&placed, &need.request.per_pod);
+                left_by_earlier.insert(flavor, left);
+            }
+        }
+        true
     }
 
     /// Whether the subtree quota of a node covers its usage for all of `frs`.

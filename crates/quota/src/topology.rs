@@ -83,6 +83,15 @@ pub struct PlacementRequest {
     pub slices: Option<SliceRequest>,
 }
 
+/// What one PodSet asks of the Topology of the flavor it is assigned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopologyNeed {
+    /// The topology-aware flavor.
+    pub flavor: String,
+    /// Where its pods must go.
+    pub request: PlacementRequest,
+}
+
 /// A PodSet split into equal slices, each kept within one domain of a level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SliceRequest {
@@ -179,6 +188,25 @@ impl TopologyCapacity {
 
     /// Takes what `assignment` places, `per_pod` for each pod, off the free capacity.
     pub fn take(&mut self, assignment: &TopologyAssignment, per_pod: &BTreeMap<String, Quantity>) {
+        self.adjust(assignment, per_pod, -1);
+    }
+
+    /// Gives back what [`Self::take`] took for `assignment`, as when its workload is gone.
+    pub fn give_back(
+        &mut self,
+        assignment: &TopologyAssignment,
+        per_pod: &BTreeMap<String, Quantity>,
+    ) {
+        self.adjust(assignment, per_pod, 1);
+    }
+
+    /// Adds (`sign` 1) or takes off (`sign` -1) what `assignment` places.
+    fn adjust(
+        &mut self,
+        assignment: &TopologyAssignment,
+        per_pod: &BTreeMap<String, Quantity>,
+        sign: i64,
+    ) {
         let by_hostname = assignment.levels.len() == 1 && self.levels.len() > 1;
         let shape = Arc::clone(&self.shape);
         let shape = shape.get_or_init(|| self.work_out_shape());
@@ -196,9 +224,13 @@ impl TopologyCapacity {
             };
             let Some(free) = leaf else { continue };
             for (resource, quantity) in with_pod_count(per_pod) {
+                // A domain that does not report its pod count does not limit it either.
+                if resource == PODS_RESOURCE && !free.contains_key(PODS_RESOURCE) {
+                    continue;
+                }
                 let used = quantity.saturating_mul(i64::from(domain.count));
                 let left = free.entry(resource).or_insert(0);
-                *left = left.saturating_sub(used);
+                *left = left.saturating_add(used.saturating_mul(sign));
             }
         }
     }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::decision::PreemptionReason;
 use super::model::{FlavorResource, PreemptionPolicy, Quantity, Workload};
 use super::snapshot::{AdmittedWorkload, NodeId, Snapshot};
+use super::topology::TopologyNeed;
 
 mod classical;
 mod fair;
@@ -40,6 +41,8 @@ struct Preemptor<'a> {
     cq: usize,
     needs_preemption: &'a BTreeSet<FlavorResource>,
     requests: &'a BTreeMap<FlavorResource, Quantity>,
+    /// The placements its PodSets need in topology-aware flavors.
+    topology: &'a [TopologyNeed],
 }
 
 /// Kueue's preemption oracle: can `quantity` of `fr` be freed for `workload` by preemption, and
@@ -53,7 +56,7 @@ pub(super) fn simulate(
 ) -> (Possibility, i32) {
     let needs = BTreeSet::from([fr.clone()]);
     let requests = BTreeMap::from([(fr.clone(), quantity)]);
-    let targets = targets(snapshot, workload, cq, &needs, &requests);
+    let targets = targets(snapshot, workload, cq, &needs, &requests, &[]);
     if targets.is_empty() {
         return (
             Possibility::NoCandidates,
@@ -75,20 +78,22 @@ pub(super) fn simulate(
     (possibility, borrow_after)
 }
 
-/// Workloads to preempt so that `requests` fit in queue `cq`; empty if impossible.
-/// The snapshot is left as it was found.
+/// Workloads to preempt so that `requests` fit in queue `cq` and the `topology` needs find
+/// their places; empty if impossible. The snapshot is left as it was found.
 pub(super) fn targets(
     snapshot: &mut Snapshot,
     workload: &Workload,
     cq: usize,
     needs_preemption: &BTreeSet<FlavorResource>,
     requests: &BTreeMap<FlavorResource, Quantity>,
+    topology: &[TopologyNeed],
 ) -> Vec<Target> {
     let preemptor = Preemptor {
         workload,
         cq,
         needs_preemption,
         requests,
+        topology,
     };
     match snapshot
         .config
@@ -153,13 +158,14 @@ fn candidate_order(
         .then_with(|| a.workload.key.cmp(&b.workload.key))
 }
 
-/// Whether the preemptor, in its current snapshot state, fits; `allow_borrowing` false also
-/// requires it to stay within nominal quota.
+/// Whether the preemptor, in its current snapshot state, fits, in quota and in the topology
+/// (Kueue's `workloadFits`); `allow_borrowing` false also requires it to stay within nominal
+/// quota.
 fn preemptor_fits(snapshot: &Snapshot, preemptor: &Preemptor<'_>, allow_borrowing: bool) -> bool {
     preemptor.requests.iter().all(|(fr, value)| {
         (allow_borrowing || !snapshot.cq_borrowing_with(preemptor.cq, fr, *value))
             && *value <= snapshot.available(preemptor.cq, fr)
-    })
+    }) && snapshot.topology_fits(preemptor.topology)
 }
 
 /// Puts removed targets back one by one (newest first) and drops those not needed for the fit.

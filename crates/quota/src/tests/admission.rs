@@ -521,9 +521,10 @@ fn topology_capacity_places_pods_and_is_used_up_within_the_cycle() {
             ],
             want: vec![
                 admit_in_racks("a", &[("r1", 4)]),
+                // r1 would hold it were `a` gone, and the queue preempts nothing: it waits.
                 inadmissible(
                     "b",
-                    PendingReason::TopologyPlacementFailed,
+                    PendingReason::WaitingForQuota,
                     &main_msg(concat!(
                         r#"topology "t" allows to fit only 3 out of 4 pod(s). "#,
                         r#"Total nodes: 2; excluded: resource "cpu": 1"#
@@ -592,6 +593,23 @@ fn a_workloads_later_pod_set_is_placed_around_its_earlier_ones() {
     }]);
 }
 
+/// `high` preempts `low` within queue `cq`, for the reason `message` gives.
+fn high_preempts_low(message: &str) -> Decision {
+    preempt(
+        "high",
+        vec![victim(
+            "low",
+            "cq",
+            PreemptionReason::InClusterQueue,
+            "high",
+            ("/cq", "/cq"),
+        )],
+        &main_msg(&format!(
+            "{message}. Pending the preemption of 1 workload(s)"
+        )),
+    )
+}
+
 #[test]
 fn a_topology_request_preempts_lower_priority_workloads_for_quota() {
     // Placement waits for the victims to be gone; the decision to preempt does not.
@@ -601,20 +619,82 @@ fn a_topology_request_preempts_lower_priority_workloads_for_quota() {
         name: "quota held by a lower priority workload",
         snapshot: placing_snapshot(vec![queue], vec![low]),
         pending: vec![one_rack("high", 5, 3).priority(10)],
-        want: vec![preempt(
-            "high",
-            vec![victim(
-                "low",
-                "cq",
-                PreemptionReason::InClusterQueue,
-                "high",
-                ("/cq", "/cq"),
-            )],
-            &main_msg(
-                "insufficient unused quota for cpu in flavor tas, 3 more needed. Pending the preemption of 1 workload(s)",
-            ),
+        want: vec![high_preempts_low(
+            "insufficient unused quota for cpu in flavor tas, 3 more needed",
         )],
     }]);
+}
+
+/// `one_rack` admitted at `created` with its pods placed in `racks` of block b1.
+fn placed_in_racks(name: &str, created: i64, racks: &[(&str, i32)]) -> Workload {
+    let pods = racks.iter().map(|(_, count)| count).sum();
+    let mut workload = one_rack(name, created, pods);
+    let Decision::Admit { admission, .. } = admit_in_racks(name, racks) else {
+        unreachable!("admit_in_racks admits")
+    };
+    workload.admission = Some(admission);
+    workload.quota_reserved_at = Some(ts(created));
+    workload
+}
+
+#[test]
+fn a_topology_request_preempts_what_takes_its_place_where_the_quota_fits() {
+    // Rack r1 holds 4 pods when empty and r2 3; `low` takes 2 of r1, `newer` 1 of r2. Four
+    // pods in one rack fit only once `low` is gone: `newer`, tried first as the most recently
+    // admitted, frees a rack too small and is put back.
+    let queue = || cq_flavors("cq", &[("tas", 20)]).within(PreemptionPolicy::LowerPriority);
+    let admitted = || {
+        vec![
+            placed_in_racks("low", 1, &[("r1", 2)]),
+            placed_in_racks("newer", 2, &[("r2", 1)]),
+        ]
+    };
+    run(vec![
+        Scenario {
+            name: "four pods in one rack",
+            snapshot: placing_snapshot(vec![queue()], admitted()),
+            pending: vec![one_rack("high", 5, 4).priority(10)],
+            want: vec![high_preempts_low(
+                r#"topology "t" allows to fit only 2 out of 4 pod(s)"#,
+            )],
+        },
+        Scenario {
+            name: "five pods in one rack, which no rack holds even empty",
+            snapshot: placing_snapshot(vec![queue()], admitted()),
+            pending: vec![one_rack("high", 5, 5).priority(10)],
+            want: vec![inadmissible(
+                "high",
+                PendingReason::TopologyPlacementFailed,
+                &main_msg(r#"topology "t" allows to fit only 2 out of 5 pod(s)"#),
+            )],
+        },
+        Scenario {
+            name: "preemption for quota, in a rack that no rack holds even empty",
+            snapshot: placing_snapshot(
+                vec![cq_flavors("cq", &[("tas", 5)]).within(PreemptionPolicy::LowerPriority)],
+                admitted(),
+            ),
+            pending: vec![one_rack("high", 5, 5).priority(10)],
+            want: vec![inadmissible(
+                "high",
+                PendingReason::TopologyPlacementFailed,
+                &main_msg(concat!(
+                    "insufficient unused quota for cpu in flavor tas, 3 more needed, ",
+                    r#"topology "t" allows to fit only 4 out of 5 pod(s)"#
+                )),
+            )],
+        },
+        Scenario {
+            name: "the same pods, of no higher priority",
+            snapshot: placing_snapshot(vec![queue()], admitted()),
+            pending: vec![one_rack("high", 5, 4)],
+            want: vec![inadmissible(
+                "high",
+                PendingReason::WaitingForQuota,
+                &main_msg(r#"topology "t" allows to fit only 2 out of 4 pod(s)"#),
+            )],
+        },
+    ]);
 }
 
 #[test]

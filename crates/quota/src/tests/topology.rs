@@ -217,6 +217,9 @@ fn taking_an_assignment_leaves_its_domains_that_much_less_room() {
         capacity.place(&request(1, PlacementMode::Required, 3)),
         Ok(on_hosts(&[("n3", 1), ("n4", 2)]))
     );
+    // Giving it back, as when its workload is preempted, leaves the Topology as it was.
+    capacity.give_back(&first, &cpu(1000));
+    assert_eq!(capacity, two_racks());
 }
 
 #[test]
