@@ -93,6 +93,8 @@ pub(super) struct Dispatcher {
     task_keys: HashMap<tokio::task::Id, String>,
     running: HashMap<String, Running>,
     queued: HashMap<String, Update>,
+    /// Workloads whose queued admission a later write replaced: it will never be written.
+    superseded_admissions: Vec<String>,
 }
 
 impl Dispatcher {
@@ -103,18 +105,27 @@ impl Dispatcher {
             task_keys: HashMap::new(),
             running: HashMap::new(),
             queued: HashMap::new(),
+            superseded_admissions: Vec::new(),
         }
     }
 
     /// Starts writing `update`, or queues it behind the write in flight for the same
     /// workload (replacing an older queued one), so writes to one workload stay in order. An
     /// admission or eviction does not wait for a pending status in flight: that write is
-    /// cancelled (it is outdated, and the new write re-reads the workload if it landed).
+    /// cancelled (it is outdated, and the new write re-reads the workload if it landed). A
+    /// queued admission replaced by another kind of write is reported by
+    /// [`Self::take_superseded_admissions`].
     pub(super) fn dispatch(&mut self, key: String, update: Update) {
         let kind = UpdateKind::of(&update);
         if let Some(running) = self.running.get(&key) {
             if running.kind != UpdateKind::Pending || kind == UpdateKind::Pending {
-                self.queued.insert(key, update);
+                let replaced = self.queued.insert(key.clone(), update);
+                if kind != UpdateKind::Admit
+                    && replaced
+                        .is_some_and(|replaced| UpdateKind::of(&replaced) == UpdateKind::Admit)
+                {
+                    self.superseded_admissions.push(key);
+                }
                 return;
             }
             running.abort.abort();
@@ -149,5 +160,85 @@ impl Dispatcher {
             self.dispatch(key.clone(), update);
         }
         Some(key)
+    }
+    /// The workloads whose queued admission was replaced since the last call: what was
+    /// counted for those admissions must be taken back.
+    pub(super) fn take_superseded_admissions(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.superseded_admissions)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use axum::http::{Request, Response};
+    use kube::Client;
+    use kube::runtime::reflector;
+
+    use super::*;
+    use crate::admitter::writers::workload_status::Applier;
+    use crate::metrics::{MetricsRegistry, ReplicaRole};
+    use crate::quota::model::Admission;
+
+    fn dispatcher() -> Dispatcher {
+        // An API server that never answers: a write stays in flight until the test ends.
+        let service = tower::service_fn(|_: Request<kube::client::Body>| {
+            futures::future::pending::<Result<Response<axum::body::Body>, Infallible>>()
+        });
+        let (workloads, _writer) = reflector::store();
+        let metrics = MetricsRegistry::new();
+        Dispatcher::new(Applier::new(
+            Client::new(service, "default"),
+            workloads,
+            metrics.admitter.clone(),
+            &metrics.events,
+            ReplicaRole::Standalone,
+        ))
+    }
+
+    fn admit() -> Update {
+        Update::Admit {
+            admission: Admission {
+                cluster_queue: "cq".to_owned(),
+                pod_set_assignments: Vec::new(),
+            },
+            generation: Some(1),
+            checks: Vec::new(),
+        }
+    }
+
+    fn evict() -> Update {
+        Update::Evict {
+            reason: "Preempted".to_owned(),
+            message: "Preempted to accommodate a workload".to_owned(),
+            preemption: None,
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_queued_admission_replaced_by_an_eviction_is_reported_once() {
+        let mut dispatcher = dispatcher();
+        dispatcher.dispatch("ns/a".to_owned(), evict());
+        dispatcher.dispatch("ns/a".to_owned(), admit());
+        assert_eq!(
+            dispatcher.take_superseded_admissions(),
+            Vec::<String>::new()
+        );
+
+        dispatcher.dispatch("ns/a".to_owned(), evict());
+        assert_eq!(dispatcher.take_superseded_admissions(), ["ns/a"]);
+        assert_eq!(
+            dispatcher.take_superseded_admissions(),
+            Vec::<String>::new()
+        );
+
+        // An admission that replaces another is written in its place.
+        dispatcher.dispatch("ns/a".to_owned(), admit());
+        dispatcher.dispatch("ns/a".to_owned(), admit());
+        assert_eq!(
+            dispatcher.take_superseded_admissions(),
+            Vec::<String>::new()
+        );
     }
 }

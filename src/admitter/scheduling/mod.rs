@@ -424,6 +424,12 @@ impl Scheduler {
             self.dispatcher.dispatch(key.clone(), update);
         }
         self.next_execution_deadline = running.iter().map(|(_, deadline)| deadline.at).min();
+        // An admission a later write replaced before it was sent never lands: the workload is
+        // pending again, and its LocalQueue was not charged for it.
+        for key in self.dispatcher.take_superseded_admissions() {
+            self.planner.fair_usage.refund(&key);
+            self.planner.overlay.forget_admission(&key);
+        }
         // The verdicts of deleted workloads only take memory (a workload made again under the
         // same name has another resourceVersion), so they go once the verdicts outnumber the
         // workloads twice over, not with a lookup per verdict every pass.
