@@ -572,7 +572,8 @@ impl FlavorSearch<'_> {
             match representative.preemption {
                 PreemptionMode::NoFit => {}
                 PreemptionMode::Fit => {
-                    match self.place(&snapshot.topologies, &flavor.name, count) {
+                    let free = snapshot.topologies.get(&flavor.name);
+                    match self.place(free, &flavor.name, count) {
                         Some(Ok(placed)) => {
                             placements.insert(&flavor.name, placed);
                         }
@@ -592,9 +593,7 @@ impl FlavorSearch<'_> {
                     }
                 }
                 _ => {
-                    if let Some(Err(reason)) =
-                        self.place(&snapshot.empty_topologies, &flavor.name, count)
-                    {
+                    if let Some(Err(reason)) = self.place_on_empty(snapshot, &flavor.name, count) {
                         reasons.push(reason);
                         let reason = Some(PendingReason::TopologyPlacementFailed);
                         result.record_attempt(&flavor.name, Mode::NoFit, reason);
@@ -639,16 +638,16 @@ impl FlavorSearch<'_> {
         (best, reasons)
     }
 
-    /// The PodSet's placement in the Topology of `flavor` with what `topologies` has free,
-    /// when they know that flavor's capacity and the PodSet asks for topology (explicitly, or
-    /// implicitly in a queue of topology-aware flavors alone, as an unconstrained request).
+    /// The PodSet's placement in `free`, the capacity of `flavor`'s Topology, when it is known
+    /// and the PodSet asks for topology (explicitly, or implicitly in a queue of
+    /// topology-aware flavors alone, as an unconstrained request).
     fn place(
         &self,
-        topologies: &BTreeMap<String, TopologyCapacity>,
+        free: Option<&TopologyCapacity>,
         flavor: &str,
         count: i32,
     ) -> Option<Result<TopologyAssignment, String>> {
-        let free = topologies.get(flavor)?;
+        let free = free?;
         let mut earlier = self
             .earlier
             .iter()
@@ -672,8 +671,19 @@ impl FlavorSearch<'_> {
     /// Whether the Topology of `flavor` would not hold `count` pods of the PodSet even were no
     /// workload placed in it, so that no preemption can make room.
     fn never_placed(&self, snapshot: &Snapshot, flavor: &str, count: i32) -> bool {
-        self.place(&snapshot.empty_topologies, flavor, count)
+        self.place_on_empty(snapshot, flavor, count)
             .is_some_and(|placed| placed.is_err())
+    }
+
+    /// The PodSet's placement in `flavor`'s Topology were no workload placed in it.
+    fn place_on_empty(
+        &self,
+        snapshot: &Snapshot,
+        flavor: &str,
+        count: i32,
+    ) -> Option<Result<TopologyAssignment, String>> {
+        let empty = snapshot.empty_topologies.get(flavor)?;
+        self.place(Some(empty), flavor, count)
     }
 
     /// What `count` pods of the PodSet ask of a Topology of `capacity`'s levels; `None` when

@@ -224,9 +224,10 @@ pub struct Snapshot {
     /// Free capacity of each topology-aware flavor the caller knows the nodes of, less what
     /// admitted workloads' topology assignments take.
     pub(super) topologies: BTreeMap<String, TopologyCapacity>,
-    /// The same before any admitted workload's assignment is taken off: whether preempting
-    /// could ever make room for a placement (Kueue's `WithSimulateEmpty`).
-    pub(super) empty_topologies: Arc<BTreeMap<String, TopologyCapacity>>,
+    /// The same before any admitted workload's assignment is taken off, as the caller gave
+    /// it: whether preempting could ever make room for a placement (Kueue's
+    /// `WithSimulateEmpty`).
+    pub(super) empty_topologies: BTreeMap<String, Arc<TopologyCapacity>>,
     /// Admission fair sharing's usage per LocalQueue (`namespace/name`); a cycle adds the
     /// entry penalties of its admissions.
     pub(super) local_queue_usage: Arc<foldhash::HashMap<String, LocalQueueUsage>>,
@@ -241,15 +242,16 @@ pub struct SnapshotBuilder {
     cohorts: Vec<Cohort>,
     cluster_queues: Vec<ClusterQueue>,
     workloads: Vec<Arc<Workload>>,
-    topologies: BTreeMap<String, TopologyCapacity>,
+    topologies: BTreeMap<String, Arc<TopologyCapacity>>,
 }
 
 impl SnapshotBuilder {
     /// The free capacity of a topology-aware flavor's nodes (allocatable less what pods
     /// outside Kueue's workloads use); without it, that flavor's PodSets get no topology
-    /// assignment.
-    pub fn topology(mut self, flavor: &str, capacity: TopologyCapacity) -> Self {
-        self.topologies.insert(flavor.to_owned(), capacity);
+    /// assignment. An `Arc` is shared as is: the snapshot copies it once, to take admitted
+    /// workloads off.
+    pub fn topology(mut self, flavor: &str, capacity: impl Into<Arc<TopologyCapacity>>) -> Self {
+        self.topologies.insert(flavor.to_owned(), capacity.into());
         self
     }
 
@@ -293,7 +295,7 @@ impl SnapshotBuilder {
             cohorts,
             cluster_queues,
             workloads,
-            mut topologies,
+            topologies: empty_topologies,
         } = self;
 
         let flavors: BTreeMap<String, ResourceFlavor> = flavors
@@ -412,7 +414,10 @@ impl SnapshotBuilder {
             });
         }
 
-        let empty_topologies = Arc::new(topologies.clone());
+        let mut topologies: BTreeMap<String, TopologyCapacity> = empty_topologies
+            .iter()
+            .map(|(flavor, capacity)| (flavor.clone(), TopologyCapacity::clone(capacity)))
+            .collect();
         let mut admitted = foldhash::HashMap::with_capacity(workloads.len());
         for workload in workloads {
             let Some(admission) = &workload.admission else {

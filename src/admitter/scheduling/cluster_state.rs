@@ -163,7 +163,7 @@ pub struct Converted {
     /// ResourceFlavors.
     pub flavors: Vec<model::ResourceFlavor>,
     /// The free capacity of each topology-aware flavor whose Topology exists, by flavor.
-    pub topologies: Vec<(String, TopologyCapacity)>,
+    pub topologies: Vec<(String, Arc<TopologyCapacity>)>,
     /// How many times `topologies` changed in the conversion cache's lifetime: a change (a
     /// node added or made Ready, a pod outside Kueue gone) may make parked workloads fit.
     pub topology_version: u64,
@@ -244,7 +244,7 @@ impl Converted {
             .topologies
             .iter()
             .fold(builder, |b, (flavor, capacity)| {
-                b.topology(flavor, capacity.clone())
+                b.topology(flavor, Arc::clone(capacity))
             });
         self.holders
             .iter()
@@ -259,7 +259,7 @@ impl Converted {
 fn topology_capacities(
     state: &ClusterState,
     options: &ConversionOptions,
-) -> Vec<(String, TopologyCapacity)> {
+) -> Vec<(String, Arc<TopologyCapacity>)> {
     if !options.topology_aware {
         return Vec::new();
     }
@@ -277,7 +277,7 @@ fn topology_capacities(
                 .collect();
             let capacity =
                 from_api::topology_capacity(flavor, name, &levels, &state.nodes, &state.node_usage);
-            Some((flavor.name_any(), capacity))
+            Some((flavor.name_any(), Arc::new(capacity)))
         })
         .collect()
 }
@@ -321,7 +321,7 @@ struct CachedCapacities {
     flavors: Vec<Arc<api::ResourceFlavor>>,
     topologies: Vec<Arc<api::Topology>>,
     node_usage: Arc<NodeUsage>,
-    capacities: Vec<(String, TopologyCapacity)>,
+    capacities: Vec<(String, Arc<TopologyCapacity>)>,
     /// Bumped each time the capacities worked out again differ from the ones before.
     version: u64,
 }
@@ -333,7 +333,7 @@ impl CachedCapacities {
         &mut self,
         state: &ClusterState,
         options: &ConversionOptions,
-    ) -> (&[(String, TopologyCapacity)], u64) {
+    ) -> (&[(String, Arc<TopologyCapacity>)], u64) {
         let unchanged = self.topology_aware == options.topology_aware
             && same_objects(&self.nodes, &state.nodes)
             && same_objects(&self.flavors, &state.resource_flavors)
