@@ -579,7 +579,9 @@ impl FlavorSearch<'_> {
                         }
                         Some(Err(reason)) => {
                             reasons.push(reason);
-                            if self.never_placed(snapshot, &flavor.name, count) {
+                            // Not even were no workload placed: no preemption makes room.
+                            let empty = self.place_on_empty(snapshot, &flavor.name, count);
+                            if matches!(empty, Some(Err(_))) {
                                 let reason = Some(PendingReason::TopologyPlacementFailed);
                                 result.record_attempt(&flavor.name, Mode::NoFit, reason);
                                 continue;
@@ -666,13 +668,6 @@ impl FlavorSearch<'_> {
         };
         let request = self.placement_request(capacity, count)?;
         Some(capacity.place(&request))
-    }
-
-    /// Whether the Topology of `flavor` would not hold `count` pods of the PodSet even were no
-    /// workload placed in it, so that no preemption can make room.
-    fn never_placed(&self, snapshot: &Snapshot, flavor: &str, count: i32) -> bool {
-        self.place_on_empty(snapshot, flavor, count)
-            .is_some_and(|placed| placed.is_err())
     }
 
     /// The PodSet's placement in `flavor`'s Topology were no workload placed in it.

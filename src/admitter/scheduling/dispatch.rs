@@ -161,6 +161,7 @@ impl Dispatcher {
         }
         Some(key)
     }
+
     /// The workloads whose queued admission was replaced since the last call: what was
     /// counted for those admissions must be taken back.
     pub(super) fn take_superseded_admissions(&mut self) -> Vec<String> {
