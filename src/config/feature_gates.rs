@@ -233,7 +233,6 @@ impl Feature {
             | TASMultiLayerTopology
             | TASRespectNodeAffinityPreferred
             | TASHandleOverlappingFlavors
-            | TASRecomputeAssignmentWithinSchedulingCycle
             | TASCacheNodeMatchResults
             | TASCachingRemainingResources
             | TASCacheTopologyTree => Effect::NotImplemented(
@@ -292,7 +291,9 @@ impl Feature {
             | LWSImmutableGroupSize
             | FlavorFungibilityPreserveScanProgress
             | PodIntegrationValidateGroupOwner
-            | ValidateRayAndSparkJobUpdates => Effect::NotRead,
+            | ValidateRayAndSparkJobUpdates
+            // A head whose placement an earlier decision of the pass took is always placed again.
+            | TASRecomputeAssignmentWithinSchedulingCycle => Effect::NotRead,
         }
     }
 }

@@ -15,6 +15,7 @@ use super::model::{
 use super::preemption::{self, Target};
 use super::queue::{Queues, Shape, Verdict};
 use super::snapshot::{AdmittedWorkload, Inactive, Snapshot, take_topology};
+use super::topology::TopologyAssignment;
 
 /// Kueue's messages for a head skipped for the rest of a cycle.
 const OVERLAPPING_TARGETS: &str =
@@ -509,14 +510,15 @@ impl Round<'_> {
             );
             return Outcome::Retry;
         }
-        if !self.fits_after_preemption(cq, &assignment, &targets, past_claimed) {
+        let Some(placements) = self.fits_after_preemption(cq, &assignment, &targets, past_claimed)
+        else {
             if mode == Mode::Preempt {
                 self.skip(workload, cq, PendingReason::WaitingForQuota, NO_LONGER_FITS);
             } else {
                 self.queues.restore(workload);
             }
             return Outcome::Retry;
-        }
+        };
 
         if mode == Mode::Fit && *self.waiting_for_pods {
             let reason = PendingReason::WaitingForPodsReady;
@@ -534,8 +536,11 @@ impl Round<'_> {
                     message: preemption::victim_message(self.work, &workload, cq, target),
                 })
                 .collect();
-            // Victims keep their quota until they are gone; the preemptor's usage is added on
-            // top so that nothing else in this cycle takes the capacity it waits for.
+            // Victims keep their quota and places until they are gone; the preemptor's usage
+            // and placements are taken on top so that nothing else in this cycle takes the
+            // capacity it waits for (Kueue adds its topology usage as well).
+            self.work
+                .take_placements(&assignment.topology_needs(), &placements);
             self.work.claimed.extend(
                 targets
                     .iter()
@@ -607,17 +612,31 @@ impl Round<'_> {
         reassigned
     }
 
-    /// Whether the assignment's usage fits once the targets' usage is gone, and with
-    /// `past_claimed` (an assignment made past them) the victims claimed earlier in the cycle.
-    /// Only a preemption is decided on the latter: admissions count every victim until it is
-    /// gone, so no ClusterQueue ever holds more than it may.
+    /// Whether the assignment's usage fits once the targets are gone, and with `past_claimed`
+    /// (an assignment made past them) the victims claimed earlier in the cycle; and where its
+    /// PodSets then go in their flavors' Topologies. Only a preemption is decided on the
+    /// latter: admissions count every victim until it is gone, so no ClusterQueue ever holds
+    /// more than it may. A workload that fits keeps the placements it was assigned (none are
+    /// returned), if decisions made since in this cycle left them free; `None` when the
+    /// usage or the placements no longer fit.
     fn fits_after_preemption(
         &mut self,
         cq: usize,
         assignment: &Assignment,
         targets: &[Target],
         past_claimed: bool,
-    ) -> bool {
+    ) -> Option<Vec<TopologyAssignment>> {
+        let needs = assignment.topology_needs();
+        if assignment.mode() == Mode::Fit {
+            let fits = assignment
+                .usage
+                .iter()
+                .all(|(fr, quantity)| *quantity <= self.work.available(cq, fr))
+                && self
+                    .work
+                    .has_room_for(&needs, &assignment.topology_placements());
+            return fits.then(Vec::new);
+        }
         let mut gone: Vec<Arc<AdmittedWorkload>> = targets
             .iter()
             .map(|target| Arc::clone(&target.workload))
@@ -626,16 +645,21 @@ impl Round<'_> {
             gone.extend(self.claimed_victims());
         }
         for victim in &gone {
-            self.work.remove_cq_usage(victim.cq, &victim.usage);
+            self.work.remove_workload(victim);
         }
         let fits = assignment
             .usage
             .iter()
             .all(|(fr, quantity)| *quantity <= self.work.available(cq, fr));
+        let placements = if fits {
+            self.work.place_all(&needs)
+        } else {
+            None
+        };
         for victim in &gone {
-            self.work.add_cq_usage(victim.cq, &victim.usage);
+            self.work.add_workload(victim);
         }
-        fits
+        placements
     }
 
     /// Reports an inadmissible workload that holds back `reserved` (already added to the

@@ -241,6 +241,16 @@ impl Assignment {
             .collect()
     }
 
+    /// Where the PodSets of [`Self::topology_needs`] were placed, in the same order; one that
+    /// needs preemption to be placed has no placement, and ends the list.
+    pub(super) fn topology_placements(&self) -> Vec<&TopologyAssignment> {
+        self.pod_sets
+            .iter()
+            .filter(|pod_set| pod_set.topology_need.is_some())
+            .map_while(|pod_set| pod_set.topology.as_ref())
+            .collect()
+    }
+
     /// The admission to write for this assignment.
     pub(super) fn to_admission(&self, cluster_queue: &str) -> Admission {
         Admission {

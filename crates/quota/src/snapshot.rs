@@ -889,18 +889,60 @@ impl Snapshot {
     /// Whether every PodSet of `needs` finds a place in what its flavor's Topology has free,
     /// each around those placed before it.
     pub(super) fn topology_fits(&self, needs: &[TopologyNeed]) -> bool {
+        self.place_all(needs).is_some()
+    }
+
+    /// Where every PodSet of `needs` goes in what its flavor's Topology has free, each around
+    /// those placed before it; `None` when one finds no place.
+    pub(super) fn place_all(&self, needs: &[TopologyNeed]) -> Option<Vec<TopologyAssignment>> {
+        self.place_in_order(needs, |index, free| free.place(&needs[index].request).ok())
+    }
+
+    /// Whether `placed`, where the PodSets of `needs` were placed (in the same order), is still
+    /// free: decisions made since may have taken it.
+    pub(super) fn has_room_for(
+        &self,
+        needs: &[TopologyNeed],
+        placed: &[&TopologyAssignment],
+    ) -> bool {
+        self.place_in_order(needs, |index, free| {
+            let placement = *placed.get(index)?;
+            free.has_room(placement, &needs[index].request.per_pod)
+                .then(|| placement.clone())
+        })
+        .is_some()
+    }
+
+    /// Takes `placed`, where the PodSets of `needs` go (in the same order), off the free
+    /// capacity of their flavors' Topologies.
+    pub(super) fn take_placements(
+        &mut self,
+        needs: &[TopologyNeed],
+        placed: &[TopologyAssignment],
+    ) {
+        for (need, placement) in needs.iter().zip(placed) {
+            if let Some(capacity) = self.topologies.get_mut(&need.flavor) {
+                capacity.take(placement, &need.request.per_pod);
+            }
+        }
+    }
+
+    /// The placements `place` gives each of `needs` in turn, in what its flavor's Topology has
+    /// free less the placements before it; `None` when `place` gives none, or a flavor has no
+    /// Topology here.
+    fn place_in_order(
+        &self,
+        needs: &[TopologyNeed],
+        mut place: impl FnMut(usize, &TopologyCapacity) -> Option<TopologyAssignment>,
+    ) -> Option<Vec<TopologyAssignment>> {
         let mut left_by_earlier: BTreeMap<&str, TopologyCapacity> = BTreeMap::new();
+        let mut placements = Vec::with_capacity(needs.len());
         for (index, need) in needs.iter().enumerate() {
             let flavor = need.flavor.as_str();
-            let Some(free) = left_by_earlier
+            let free = left_by_earlier
                 .get(flavor)
-                .or_else(|| self.topologies.get(flavor))
-            else {
-                continue;
-            };
-            let Ok(placed) = free.place(&need.request) else {
-                return false;
-            };
+                .or_else(|| self.topologies.get(flavor))?;
+            let placed = place(index, free)?;
             if needs[index + 1..]
                 .iter()
                 .any(|later| later.flavor == flavor)
@@ -909,8 +951,9 @@ impl Snapshot {
                 left.take(&placed, &need.request.per_pod);
                 left_by_earlier.insert(flavor, left);
             }
+            placements.push(placed);
         }
-        true
+        Some(placements)
     }
 
     /// Whether the subtree quota of a node covers its usage for all of `frs`.

@@ -207,21 +207,12 @@ impl TopologyCapacity {
         per_pod: &BTreeMap<String, Quantity>,
         sign: i64,
     ) {
-        let by_hostname = assignment.levels.len() == 1 && self.levels.len() > 1;
+        let by_hostname = self.by_hostname(assignment);
         let shape = Arc::clone(&self.shape);
         let shape = shape.get_or_init(|| self.work_out_shape());
         for domain in &assignment.domains {
-            let leaf = if by_hostname {
-                let lowest = shape.levels.last();
-                domain
-                    .values
-                    .first()
-                    .and_then(|value| shape.by_last_value.get(value))
-                    .and_then(|&leaf| lowest?.get(leaf))
-                    .and_then(|leaf| self.leaves.get_mut(&leaf.values))
-            } else {
-                self.leaves.get_mut(&domain.values)
-            };
+            let leaf =
+                leaf_key(shape, domain, by_hostname).and_then(|key| self.leaves.get_mut(key));
             let Some(free) = leaf else { continue };
             for (resource, quantity) in with_pod_count(per_pod) {
                 // A domain that does not report its pod count does not limit it either.
@@ -233,6 +224,29 @@ impl TopologyCapacity {
                 *left = left.saturating_add(used.saturating_mul(sign));
             }
         }
+    }
+
+    /// Whether what `assignment` places, `per_pod` for each pod, is free: each domain it names
+    /// still takes its pods. A domain this Topology does not have takes none.
+    pub fn has_room(
+        &self,
+        assignment: &TopologyAssignment,
+        per_pod: &BTreeMap<String, Quantity>,
+    ) -> bool {
+        let by_hostname = self.by_hostname(assignment);
+        let shape = self.shape.get_or_init(|| self.work_out_shape());
+        let requests = with_pod_count(per_pod);
+        assignment.domains.iter().all(|domain| {
+            leaf_key(shape, domain, by_hostname)
+                .and_then(|key| self.leaves.get(key))
+                .is_some_and(|free| pods_fitting(free, &requests).0 >= i64::from(domain.count))
+        })
+    }
+
+    /// Whether `assignment` names its domains by hostname alone (Kueue's encoding when the
+    /// Topology ends with the hostname level) rather than by their values at every level.
+    fn by_hostname(&self, assignment: &TopologyAssignment) -> bool {
+        assignment.levels.len() == 1 && self.levels.len() > 1
     }
 
     /// Places `request`, or says in Kueue's words how many of its pods would fit.
@@ -482,6 +496,19 @@ impl TopologyCapacity {
 }
 
 /// `per_pod` with the pod itself counted, as nodes limit how many pods they take.
+/// The key in the leaves of the lowest-level domain an assignment's `domain` names.
+fn leaf_key<'a>(
+    shape: &'a Shape,
+    domain: &'a TopologyDomain,
+    by_hostname: bool,
+) -> Option<&'a [String]> {
+    if !by_hostname {
+        return Some(&domain.values);
+    }
+    let leaf = *shape.by_last_value.get(domain.values.first()?)?;
+    Some(&shape.levels.last()?.get(leaf)?.values)
+}
+
 fn with_pod_count(per_pod: &BTreeMap<String, Quantity>) -> BTreeMap<String, Quantity> {
     let mut requests = per_pod.clone();
     requests.entry(PODS_RESOURCE.to_owned()).or_insert(1);

@@ -507,6 +507,19 @@ fn admit_in_racks(name: &str, racks: &[(&str, i32)]) -> Decision {
     decision
 }
 
+/// Four pods of one rack, pending while rack r1 is taken and r2 holds three: r1 would hold
+/// them were its holder gone, and the queue preempts nothing, so they wait.
+fn four_pods_wait_for_a_rack(name: &str) -> Decision {
+    inadmissible(
+        name,
+        PendingReason::WaitingForQuota,
+        &main_msg(concat!(
+            r#"topology "t" allows to fit only 3 out of 4 pod(s). "#,
+            r#"Total nodes: 2; excluded: resource "cpu": 1"#
+        )),
+    )
+}
+
 #[test]
 fn topology_capacity_places_pods_and_is_used_up_within_the_cycle() {
     let queue = || cq_flavors("cq", &[("tas", 20)]);
@@ -521,15 +534,7 @@ fn topology_capacity_places_pods_and_is_used_up_within_the_cycle() {
             ],
             want: vec![
                 admit_in_racks("a", &[("r1", 4)]),
-                // r1 would hold it were `a` gone, and the queue preempts nothing: it waits.
-                inadmissible(
-                    "b",
-                    PendingReason::WaitingForQuota,
-                    &main_msg(concat!(
-                        r#"topology "t" allows to fit only 3 out of 4 pod(s). "#,
-                        r#"Total nodes: 2; excluded: resource "cpu": 1"#
-                    )),
-                ),
+                four_pods_wait_for_a_rack("b"),
                 admit_in_racks("c", &[("r2", 3)]),
             ],
         },
@@ -710,5 +715,88 @@ fn a_topology_request_borrows_from_the_cohort() {
         ),
         pending: vec![one_rack("a", 1, 3)],
         want: vec![admit_in_racks("a", &[("r2", 3)])],
+    }]);
+}
+
+/// `one_rack` in ClusterQueue `cq2`.
+fn one_rack_in_cq2(name: &str, created: i64, pods: i32) -> Workload {
+    Workload {
+        cluster_queue: "cq2".to_owned(),
+        ..one_rack(name, created, pods)
+    }
+}
+
+/// `admit_in_racks` to ClusterQueue `cq2`.
+fn admit_in_racks_of_cq2(name: &str, racks: &[(&str, i32)]) -> Decision {
+    let mut decision = admit_in_racks(name, racks);
+    if let Decision::Admit { admission, .. } = &mut decision {
+        admission.cluster_queue = "cq2".to_owned();
+    }
+    decision
+}
+
+#[test]
+fn heads_of_two_queues_are_not_placed_on_the_same_domain_in_one_cycle() {
+    // Both heads are assigned at the start of the round, against the same free capacity; the
+    // second is assigned again once the first has taken its rack.
+    let queues = || {
+        vec![
+            cq_flavors("cq", &[("tas", 20)]),
+            cq_flavors("cq2", &[("tas", 20)]),
+        ]
+    };
+    run(vec![
+        Scenario {
+            name: "the tightest rack for both, the other rack holds the second",
+            snapshot: placing_snapshot(queues(), Vec::new()),
+            pending: vec![one_rack("a", 1, 3), one_rack_in_cq2("b", 2, 3)],
+            want: vec![
+                admit_in_racks("a", &[("r2", 3)]),
+                admit_in_racks_of_cq2("b", &[("r1", 3)]),
+            ],
+        },
+        Scenario {
+            name: "the only rack for both",
+            snapshot: placing_snapshot(queues(), Vec::new()),
+            pending: vec![one_rack("a", 1, 4), one_rack_in_cq2("b", 2, 4)],
+            want: vec![
+                admit_in_racks("a", &[("r1", 4)]),
+                four_pods_wait_for_a_rack("b"),
+            ],
+        },
+    ]);
+}
+
+#[test]
+fn a_preemptor_holds_the_places_it_waits_for_within_the_cycle() {
+    // `low` takes 2 pods of r1 (4 when empty), `newer` 2 of r2 (3): `high` preempts `low` for
+    // r1. `c`, of another ClusterQueue, was assigned r1's 2 free pods at the start of the round;
+    // it is assigned again around `high`'s claim, and r2 is left with room for one pod.
+    let queues = vec![
+        cq_flavors("cq", &[("tas", 20)]).within(PreemptionPolicy::LowerPriority),
+        cq_flavors("cq2", &[("tas", 20)]),
+    ];
+    let admitted = vec![
+        placed_in_racks("low", 1, &[("r1", 2)]),
+        placed_in_racks("newer", 2, &[("r2", 2)]),
+    ];
+    run(vec![Scenario {
+        name: "a head of another queue, assigned the rack the preemptor frees",
+        snapshot: placing_snapshot(queues, admitted),
+        pending: vec![
+            one_rack("high", 5, 4).priority(10),
+            one_rack_in_cq2("c", 6, 2),
+        ],
+        want: vec![
+            high_preempts_low(r#"topology "t" allows to fit only 2 out of 4 pod(s)"#),
+            inadmissible(
+                "c",
+                PendingReason::WaitingForQuota,
+                &main_msg(concat!(
+                    r#"topology "t" allows to fit only 1 out of 2 pod(s). "#,
+                    r#"Total nodes: 2; excluded: resource "cpu": 1"#
+                )),
+            ),
+        ],
     }]);
 }

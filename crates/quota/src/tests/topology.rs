@@ -204,7 +204,13 @@ fn taking_an_assignment_leaves_its_domains_that_much_less_room() {
     let first = capacity
         .place(&request(1, PlacementMode::Required, 4))
         .unwrap();
+    assert!(capacity.has_room(&first, &cpu(1000)));
     capacity.take(&first, &cpu(1000));
+    // Its nodes are taken, all but 500m of n2; a node the Topology lacks has no room.
+    assert!(!capacity.has_room(&first, &cpu(1000)));
+    assert!(!capacity.has_room(&on_hosts(&[("n1", 1)]), &cpu(1000)));
+    assert!(capacity.has_room(&on_hosts(&[("n2", 1)]), &cpu(500)));
+    assert!(!capacity.has_room(&on_hosts(&[("n9", 1)]), &cpu(1000)));
     assert_eq!(
         capacity.place(&request(1, PlacementMode::Required, 4)),
         Err(concat!(
