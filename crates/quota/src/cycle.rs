@@ -15,7 +15,7 @@ use super::model::{
 use super::preemption::{self, Target};
 use super::queue::{Queues, Shape, Verdict};
 use super::snapshot::{AdmittedWorkload, Inactive, Snapshot, take_topology};
-use super::topology::TopologyAssignment;
+use super::topology::{TopologyAssignment, TopologyNeed};
 
 /// Kueue's messages for a head skipped for the rest of a cycle.
 const OVERLAPPING_TARGETS: &str =
@@ -510,7 +510,9 @@ impl Round<'_> {
             );
             return Outcome::Retry;
         }
-        let Some(placements) = self.fits_after_preemption(cq, &assignment, &targets, past_claimed)
+        let needs = assignment.topology_needs();
+        let Some(placements) =
+            self.fits_after_preemption(cq, &assignment, &needs, &targets, past_claimed)
         else {
             if mode == Mode::Preempt {
                 self.skip(workload, cq, PendingReason::WaitingForQuota, NO_LONGER_FITS);
@@ -539,8 +541,7 @@ impl Round<'_> {
             // Victims keep their quota and places until they are gone; the preemptor's usage
             // and placements are taken on top so that nothing else in this cycle takes the
             // capacity it waits for (Kueue adds its topology usage as well).
-            self.work
-                .take_placements(&assignment.topology_needs(), &placements);
+            self.work.take_placements(&needs, &placements);
             self.work.claimed.extend(
                 targets
                     .iter()
@@ -614,7 +615,7 @@ impl Round<'_> {
 
     /// Whether the assignment's usage fits once the targets are gone, and with `past_claimed`
     /// (an assignment made past them) the victims claimed earlier in the cycle; and where its
-    /// PodSets then go in their flavors' Topologies. Only a preemption is decided on the
+    /// PodSets' topology `needs` then go in their flavors' Topologies. Only a preemption is decided on the
     /// latter: admissions count every victim until it is gone, so no ClusterQueue ever holds
     /// more than it may. A workload that fits keeps the placements it was assigned (none are
     /// returned), if decisions made since in this cycle left them free; `None` when the
@@ -623,10 +624,10 @@ impl Round<'_> {
         &mut self,
         cq: usize,
         assignment: &Assignment,
+        needs: &[TopologyNeed],
         targets: &[Target],
         past_claimed: bool,
     ) -> Option<Vec<TopologyAssignment>> {
-        let needs = assignment.topology_needs();
         if assignment.mode() == Mode::Fit {
             let fits = assignment
                 .usage
@@ -634,7 +635,7 @@ impl Round<'_> {
                 .all(|(fr, quantity)| *quantity <= self.work.available(cq, fr))
                 && self
                     .work
-                    .has_room_for(&needs, &assignment.topology_placements());
+                    .has_room_for(needs, &assignment.topology_placements());
             return fits.then(Vec::new);
         }
         let mut gone: Vec<Arc<AdmittedWorkload>> = targets
@@ -652,7 +653,7 @@ impl Round<'_> {
             .iter()
             .all(|(fr, quantity)| *quantity <= self.work.available(cq, fr));
         let placements = if fits {
-            self.work.place_all(&needs)
+            self.work.place_all(needs)
         } else {
             None
         };

@@ -495,7 +495,6 @@ impl TopologyCapacity {
     }
 }
 
-/// `per_pod` with the pod itself counted, as nodes limit how many pods they take.
 /// The key in the leaves of the lowest-level domain an assignment's `domain` names.
 fn leaf_key<'a>(
     shape: &'a Shape,
@@ -509,6 +508,7 @@ fn leaf_key<'a>(
     Some(&shape.levels.last()?.get(leaf)?.values)
 }
 
+/// `per_pod` with the pod itself counted, as nodes limit how many pods they take.
 fn with_pod_count(per_pod: &BTreeMap<String, Quantity>) -> BTreeMap<String, Quantity> {
     let mut requests = per_pod.clone();
     requests.entry(PODS_RESOURCE.to_owned()).or_insert(1);
